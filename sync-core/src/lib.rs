@@ -1,0 +1,2 @@
+//! The runtime under `#[sync_controller]`.
+pub mod api;
