@@ -118,15 +118,22 @@ mod tests {
             ("Migrating", AuthoritativeApi::Migrating),
         ] {
             let json = format!("\"{wire}\"");
-            assert_eq!(serde_json::from_str::<AuthoritativeApi>(&json).ok(), Some(value.clone()));
+            assert_eq!(
+                serde_json::from_str::<AuthoritativeApi>(&json).ok(),
+                Some(value.clone())
+            );
             assert_eq!(serde_json::to_string(&value).ok(), Some(json));
         }
     }
 
     #[test]
     fn unknown_value_is_kept_not_rejected() {
-        let parsed: AuthoritativeApi = serde_json::from_str("\"Kubelet\"").unwrap_or(AuthoritativeApi::MachineApi);
+        let parsed: AuthoritativeApi =
+            serde_json::from_str("\"Kubelet\"").unwrap_or(AuthoritativeApi::MachineApi);
         assert_eq!(parsed, AuthoritativeApi::Unknown("Kubelet".into()));
-        assert_eq!(serde_json::to_string(&parsed).ok().as_deref(), Some("\"Kubelet\""));
+        assert_eq!(
+            serde_json::to_string(&parsed).ok().as_deref(),
+            Some("\"Kubelet\"")
+        );
     }
 }

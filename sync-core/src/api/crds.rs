@@ -18,5 +18,7 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
 /// Renders a CRD as the YAML committed in `deploy/crds/`.
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_saphyr::ser::Error> {
     let body = serde_saphyr::to_string(crd)?;
-    Ok(format!("# Generated from the Rust types by `cargo run -p sync-core --bin gen-crds`. Do not edit.\n{body}"))
+    Ok(format!(
+        "# Generated from the Rust types by `cargo run -p sync-core --bin gen-crds`. Do not edit.\n{body}"
+    ))
 }

@@ -41,7 +41,10 @@ pub struct InfraRef {
 impl InfraRef {
     /// The group and kind, the unit one infrastructure watch is started for.
     pub fn group_kind(&self) -> GroupKind {
-        GroupKind { group: self.group.clone(), kind: self.kind.clone() }
+        GroupKind {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+        }
     }
 }
 
@@ -128,7 +131,11 @@ impl<T: AsInfraRef> AsInfraRef for Option<T> {
 }
 
 fn non_empty(what: &'static str, value: &str) -> Result<String, MalformedRef> {
-    if value.is_empty() { Err(MalformedRef::Empty(what)) } else { Ok(value.to_owned()) }
+    if value.is_empty() {
+        Err(MalformedRef::Empty(what))
+    } else {
+        Ok(value.to_owned())
+    }
 }
 
 #[cfg(test)]
@@ -136,7 +143,11 @@ mod tests {
     use super::*;
 
     fn v1beta2(group: &str, kind: &str, name: &str) -> ContractVersionedObjectReference {
-        ContractVersionedObjectReference { api_group: group.into(), kind: kind.into(), name: name.into() }
+        ContractVersionedObjectReference {
+            api_group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+        }
     }
 
     fn v1beta1(api_version: &str, kind: &str, name: &str) -> ObjectReference {
@@ -177,10 +188,25 @@ mod tests {
 
     #[test]
     fn malformed_references_are_errors() {
-        assert_eq!(v1beta2("g", "", "n").as_infra_ref(), Err(MalformedRef::Empty("kind")));
-        assert_eq!(v1beta2("", "K", "n").as_infra_ref(), Err(MalformedRef::Empty("apiGroup")));
-        assert_eq!(v1beta2("g", "K", "").as_infra_ref(), Err(MalformedRef::Empty("name")));
-        assert_eq!(v1beta1("v1", "K", "n").as_infra_ref(), Err(MalformedRef::BadApiVersion("v1".into())));
-        assert_eq!(v1beta1("a/b/c", "K", "n").as_infra_ref(), Err(MalformedRef::BadApiVersion("a/b/c".into())));
+        assert_eq!(
+            v1beta2("g", "", "n").as_infra_ref(),
+            Err(MalformedRef::Empty("kind"))
+        );
+        assert_eq!(
+            v1beta2("", "K", "n").as_infra_ref(),
+            Err(MalformedRef::Empty("apiGroup"))
+        );
+        assert_eq!(
+            v1beta2("g", "K", "").as_infra_ref(),
+            Err(MalformedRef::Empty("name"))
+        );
+        assert_eq!(
+            v1beta1("v1", "K", "n").as_infra_ref(),
+            Err(MalformedRef::BadApiVersion("v1".into()))
+        );
+        assert_eq!(
+            v1beta1("a/b/c", "K", "n").as_infra_ref(),
+            Err(MalformedRef::BadApiVersion("a/b/c".into()))
+        );
     }
 }

@@ -32,8 +32,17 @@ pub const VERSION: &str = "v1beta1";
     category = "machine-api",
     doc = "A Machine API Machine: one host, driven by the Machine API or mirrored from Cluster API.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Authoritative", type_ = "string", json_path = ".status.authoritativeAPI"),
-    printcolumn(name = "ProviderID", type_ = "string", json_path = ".spec.providerID", priority = 1)
+    printcolumn(
+        name = "Authoritative",
+        type_ = "string",
+        json_path = ".status.authoritativeAPI"
+    ),
+    printcolumn(
+        name = "ProviderID",
+        type_ = "string",
+        json_path = ".spec.providerID",
+        priority = 1
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MachineSpec {
@@ -125,7 +134,11 @@ pub struct MachineStatus {
     printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Current", type_ = "integer", json_path = ".status.replicas"),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
-    printcolumn(name = "Authoritative", type_ = "string", json_path = ".status.authoritativeAPI")
+    printcolumn(
+        name = "Authoritative",
+        type_ = "string",
+        json_path = ".status.authoritativeAPI"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MachineSetSpec {

@@ -1,0 +1,109 @@
+//! What a hook gets besides the objects: a client, the namespaces, an event recorder and
+//! the controller's caches.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::pair::SyncPair;
+
+/// The two namespaces a pair lives in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Namespaces {
+    /// Where the Machine API objects are (`openshift-machine-api`).
+    pub mapi: String,
+    /// Where the Cluster API objects are (`openshift-cluster-api`).
+    pub capi: String,
+}
+
+impl Default for Namespaces {
+    fn default() -> Self {
+        Self {
+            mapi: "openshift-machine-api".into(),
+            capi: "openshift-cluster-api".into(),
+        }
+    }
+}
+
+/// Read access to a controller's reflector caches.
+pub struct Caches<P: SyncPair> {
+    /// MAPI objects in the MAPI namespace.
+    pub mapi: Store<P::Mapi>,
+    /// CAPI objects in the CAPI namespace.
+    pub capi: Store<P::Capi>,
+    /// MAPI owner mirrors (`P::OwnerMirror`) in the MAPI namespace, when the pair's
+    /// CAPI-only policy needs them.
+    pub owner_mirrors: Option<Store<P::OwnerMirror>>,
+}
+
+impl<P: SyncPair> Clone for Caches<P> {
+    fn clone(&self) -> Self {
+        Self {
+            mapi: self.mapi.clone(),
+            capi: self.capi.clone(),
+            owner_mirrors: self.owner_mirrors.clone(),
+        }
+    }
+}
+
+impl<P: SyncPair> Caches<P> {
+    /// The cached MAPI object `name`, in the MAPI namespace.
+    pub fn mapi(&self, namespaces: &Namespaces, name: &str) -> Option<Arc<P::Mapi>> {
+        self.mapi.get(&ObjectRef::new(name).within(&namespaces.mapi))
+    }
+
+    /// The cached CAPI object `name`, in the CAPI namespace.
+    pub fn capi(&self, namespaces: &Namespaces, name: &str) -> Option<Arc<P::Capi>> {
+        self.capi.get(&ObjectRef::new(name).within(&namespaces.capi))
+    }
+
+    /// Whether the MAPI owner mirror `name` exists in the MAPI namespace.
+    pub fn owner_mirrored(&self, namespaces: &Namespaces, name: &str) -> bool {
+        self.owner_mirrors.as_ref().is_some_and(|store| {
+            store
+                .get(&ObjectRef::new(name).within(&namespaces.mapi))
+                .is_some()
+        })
+    }
+}
+
+/// Everything a hook may use besides the objects themselves.
+pub struct SyncContext<P: SyncPair> {
+    /// A client with the controller's identity.
+    pub client: Client,
+    /// The two namespaces.
+    pub namespaces: Namespaces,
+    /// Publishes Kubernetes Events as this controller.
+    pub recorder: Recorder,
+    /// The controller's caches.
+    pub caches: Caches<P>,
+}
+
+impl<P: SyncPair> SyncContext<P> {
+    /// Publishes a Warning Event about `object`; a failure to publish is logged, not
+    /// returned (an Event is best effort and must never fail a reconcile).
+    pub async fn warn(&self, object: &ObjectReference, reason: &str, note: String) {
+        self.publish(object, EventType::Warning, reason, note).await;
+    }
+
+    /// Publishes a Normal Event about `object`, best effort like [`Self::warn`].
+    pub async fn inform(&self, object: &ObjectReference, reason: &str, note: String) {
+        self.publish(object, EventType::Normal, reason, note).await;
+    }
+
+    async fn publish(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, object).await {
+            tracing::warn!(controller = P::NAME, %error, reason, "failed to publish event");
+        }
+    }
+}

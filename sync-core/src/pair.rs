@@ -1,0 +1,120 @@
+//! What a synced pair is: the per-pair facts `#[sync_controller]` declares.
+//!
+//! Everything else — watches, caches, the decision table, the work queue — is generic over
+//! [`SyncPair`] and lives in the engine.
+
+use std::borrow::Cow;
+use std::fmt::Debug;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
+
+/// A Kubernetes object type the engine can watch and cache.
+pub trait SyncObject:
+    Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static
+{
+}
+
+impl<T> SyncObject for T where
+    T: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static
+{
+}
+
+/// A Machine API object: it says which API is authoritative.
+pub trait MapiObject: SyncObject {
+    /// `status.authoritativeAPI`, the field that selects the sync direction.
+    fn authoritative_api(&self) -> Option<&AuthoritativeApi>;
+}
+
+impl MapiObject for mapi::Machine {
+    fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
+        self.status.as_ref()?.authoritative_api.as_ref()
+    }
+}
+
+impl MapiObject for mapi::MachineSet {
+    fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
+        self.status.as_ref()?.authoritative_api.as_ref()
+    }
+}
+
+/// What to do with a CAPI object that has no MAPI mirror.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapiOnly {
+    /// Ignore it (MachineSets: a CAPI-only set is not ours to mirror).
+    Ignore,
+    /// Mirror it when its controller owner is a CAPI object whose MAPI mirror exists
+    /// (Machines: a CAPI Machine of a mirrored MachineSet gets a MAPI mirror).
+    MirrorIfOwnerMirrored,
+}
+
+/// The per-pair glue that `#[sync_controller]` generates.
+///
+/// Implement it by hand only when the macro cannot express a pair; the generated impl is
+/// what a person would write.
+pub trait SyncPair: Send + Sync + 'static {
+    /// The Machine API kind, watched in the MAPI namespace.
+    type Mapi: MapiObject;
+    /// The Cluster API kind, watched in the CAPI namespace.
+    type Capi: SyncObject;
+    /// The MAPI kind whose objects mirror the CAPI owners of CAPI-only objects, under
+    /// [`CapiOnly::MirrorIfOwnerMirrored`]: a CAPI owner `kind` of this type's kind, in the
+    /// CAPI group, is mirrored when a MAPI object of this type has the owner's name.
+    /// [`NoOwner`] for [`CapiOnly::Ignore`].
+    type OwnerMirror: SyncObject;
+
+    /// Name for logs, metrics and events (`machine-sync`).
+    const NAME: &'static str;
+    /// The CAPI-only policy.
+    const CAPI_ONLY: CapiOnly;
+
+    /// The infrastructure reference of a CAPI object, if the pair has one.
+    fn infra_ref(capi: &Self::Capi) -> Result<Option<InfraRef>, MalformedRef>;
+}
+
+/// The [`SyncPair::OwnerMirror`] of pairs whose CAPI-only policy is [`CapiOnly::Ignore`]:
+/// a placeholder kind that no watch is ever started for.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct NoOwner {
+    /// Unused; present because every [`Resource`] has metadata.
+    pub metadata: ObjectMeta,
+}
+
+impl Resource for NoOwner {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "NoOwner".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v0".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "noowners".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// The CAPI kind an owner reference must name to be an owner mirrored by `P::OwnerMirror`.
+pub fn owner_kind<P: SyncPair>() -> Cow<'static, str> {
+    <P::OwnerMirror as Resource>::kind(&())
+}
+
+/// The Cluster API group; owner references of CAPI-only objects must point into it.
+pub fn capi_group() -> &'static str {
+    capi::GROUP
+}
