@@ -1,1 +1,3 @@
-//! placeholder
+//! The Machine and MachineSet sync controllers.
+pub mod machine;
+pub mod machine_set;

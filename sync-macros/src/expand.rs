@@ -1,0 +1,171 @@
+//! Stage 3: generate the per-pair glue from a validated [`Pair`].
+//!
+//! The output is what a person would write by hand: one `impl SyncPair` and, unless the
+//! user writes their own, the stub `impl SyncHooks`. Every path is absolute, so the
+//! expansion needs no imports besides a dependency on `sync-core`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use crate::model::{CapiOnly, Hooks, Pair};
+
+/// The `impl SyncPair` and the hooks impl (or the check that the user wrote one).
+pub(crate) fn expand(pair: &Pair) -> TokenStream {
+    let Pair {
+        ident,
+        mapi,
+        capi,
+        name,
+        ..
+    } = pair;
+    let (owner, policy) = match &pair.capi_only {
+        CapiOnly::Ignore => (quote!(::sync_core::NoOwner), quote!(Ignore)),
+        CapiOnly::MirrorIfOwnerMirrored(owner) => (quote!(#owner), quote!(MirrorIfOwnerMirrored)),
+    };
+    let infra_ref = infra_ref_fn(pair);
+    let hooks = hooks(ident, &pair.hooks);
+    quote! {
+        impl ::sync_core::SyncPair for #ident {
+            type Mapi = #mapi;
+            type Capi = #capi;
+            type OwnerMirror = #owner;
+            const NAME: &'static str = #name;
+            const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::#policy;
+            #infra_ref
+        }
+        #hooks
+    }
+}
+
+/// `fn infra_ref`: reads the declared field through `AsInfraRef`, or has no reference.
+///
+/// The call is spanned on the user's field path, so a missing field or a field whose type
+/// is not an infrastructure reference is reported on the `infra_ref = ...` tokens.
+fn infra_ref_fn(pair: &Pair) -> TokenStream {
+    let capi = &pair.capi;
+    let ret = quote! {
+        ::core::result::Result<
+            ::core::option::Option<::sync_core::api::InfraRef>,
+            ::sync_core::api::MalformedRef,
+        >
+    };
+    match pair.infra_ref.as_deref() {
+        Some(members @ [first, ..]) => {
+            let span = first.span();
+            // Located on the user's tokens (for the error's underline), resolved like the
+            // parameter below (so it names it even when the attribute comes from a macro).
+            let var = Ident::new("capi", span.resolved_at(Span::call_site()));
+            let call = quote_spanned! {span=>
+                ::sync_core::api::AsInfraRef::as_infra_ref(&#var #(.#members)*)
+            };
+            quote! {
+                fn infra_ref(capi: &#capi) -> #ret {
+                    #call
+                }
+            }
+        }
+        _ => quote! {
+            fn infra_ref(_capi: &#capi) -> #ret {
+                ::core::result::Result::Ok(::core::option::Option::None)
+            }
+        },
+    }
+}
+
+/// The stub hooks, or, with `custom_hooks`, a check on that flag that the user's impl exists.
+fn hooks(ident: &Ident, hooks: &Hooks) -> TokenStream {
+    match hooks {
+        Hooks::Stubs => quote! {
+            impl ::sync_core::SyncHooks<#ident> for #ident {}
+        },
+        Hooks::Custom(span) => {
+            let ident = Ident::new(&ident.to_string(), *span);
+            quote_spanned! {*span=>
+                const _: () = {
+                    const fn assert_custom_hooks<T: ::sync_core::SyncHooks<T>>() {}
+                    assert_custom_hooks::<#ident>()
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+    use syn::parse_quote;
+
+    use super::*;
+    use crate::attrs::Args;
+
+    fn expand_str(args: TokenStream, item: syn::Item) -> String {
+        match Pair::new(Args::parse(args), &item) {
+            Ok(pair) => expand(&pair).to_string(),
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    #[test]
+    fn machine_sync() {
+        let out = expand_str(
+            quote!(
+                mapi = mapi::Machine,
+                capi = capi::Machine,
+                infra_ref = spec.infrastructure_ref,
+                capi_only = mirror_if_owner_mirrored(mapi::MachineSet),
+            ),
+            parse_quote!(
+                pub struct MachineSync;
+            ),
+        );
+        let expected = quote! {
+            impl ::sync_core::SyncPair for MachineSync {
+                type Mapi = mapi::Machine;
+                type Capi = capi::Machine;
+                type OwnerMirror = mapi::MachineSet;
+                const NAME: &'static str = "machine-sync";
+                const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::MirrorIfOwnerMirrored;
+                fn infra_ref(capi: &capi::Machine) -> ::core::result::Result<
+                    ::core::option::Option<::sync_core::api::InfraRef>,
+                    ::sync_core::api::MalformedRef,
+                > {
+                    ::sync_core::api::AsInfraRef::as_infra_ref(&capi.spec.infrastructure_ref)
+                }
+            }
+            impl ::sync_core::SyncHooks<MachineSync> for MachineSync {}
+        };
+        assert_eq!(out, expected.to_string());
+    }
+
+    #[test]
+    fn ignore_without_infra_ref_with_custom_hooks() {
+        let out = expand_str(
+            quote!(mapi = A, capi = B, name = "w", custom_hooks),
+            parse_quote!(
+                struct W;
+            ),
+        );
+        let expected = quote! {
+            impl ::sync_core::SyncPair for W {
+                type Mapi = A;
+                type Capi = B;
+                type OwnerMirror = ::sync_core::NoOwner;
+                const NAME: &'static str = "w";
+                const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::Ignore;
+                fn infra_ref(_capi: &B) -> ::core::result::Result<
+                    ::core::option::Option<::sync_core::api::InfraRef>,
+                    ::sync_core::api::MalformedRef,
+                > {
+                    ::core::result::Result::Ok(::core::option::Option::None)
+                }
+            }
+            const _: () = {
+                const fn assert_custom_hooks<T: ::sync_core::SyncHooks<T>>() {}
+                assert_custom_hooks::<W>()
+            };
+        };
+        assert_eq!(out, expected.to_string());
+    }
+}
