@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
+use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::hooks::SyncObjects;
+use crate::infra::{InfraTracker, ResolveError};
 use crate::pair::SyncPair;
 
 /// The two namespaces a pair lives in.
@@ -80,9 +83,23 @@ pub struct SyncContext<P: SyncPair> {
     pub recorder: Recorder,
     /// The controller's caches.
     pub caches: Caches<P>,
+    /// The shared infrastructure watches, when the controller uses them.
+    pub infra: Option<InfraTracker>,
 }
 
 impl<P: SyncPair> SyncContext<P> {
+    /// Reads the whole infrastructure object the pair references from the API server
+    /// (the caches keep only its metadata). `Ok(None)`: no reference, or no such object.
+    pub async fn infra_object(
+        &self,
+        objects: &SyncObjects<P>,
+    ) -> Result<Option<DynamicObject>, ResolveError> {
+        let (Some(tracker), Some(reference)) = (&self.infra, objects.infra_ref()) else {
+            return Ok(None);
+        };
+        tracker.fetch(reference).await
+    }
+
     /// Publishes a Warning Event about `object`; a failure to publish is logged, not
     /// returned (an Event is best effort and must never fail a reconcile).
     pub async fn warn(&self, object: &ObjectReference, reason: &str, note: String) {

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use kube::{Resource, ResourceExt};
 
-use crate::api::InfraRef;
-use crate::api::MalformedRef;
+use crate::api::{InfraRef, MalformedRef};
 use crate::context::SyncContext;
+use crate::infra::InfraMeta;
 use crate::pair::SyncPair;
 
 /// Which way a reconcile copies: from the authoritative side to its mirror.
@@ -84,6 +84,9 @@ pub struct SyncObjects<P: SyncPair> {
     /// The CAPI object's infrastructure reference: `None` without a CAPI object or
     /// reference, `Some(Err)` when the reference is malformed.
     pub infra_ref: Option<Result<InfraRef, MalformedRef>>,
+    /// The referenced infrastructure object's cached metadata, when its kind is watched
+    /// and it exists; [`SyncContext::infra_object`] reads the whole object.
+    pub infra: Option<Arc<InfraMeta>>,
 }
 
 impl<P: SyncPair> Clone for SyncObjects<P> {
@@ -93,6 +96,7 @@ impl<P: SyncPair> Clone for SyncObjects<P> {
             mapi: self.mapi.clone(),
             capi: self.capi.clone(),
             infra_ref: self.infra_ref.clone(),
+            infra: self.infra.clone(),
         }
     }
 }

@@ -1,9 +1,22 @@
 //! The runtime under `#[sync_controller]`.
 pub mod api;
 pub mod context;
+pub mod decision;
+pub mod engine;
 pub mod hooks;
+pub mod infra;
+pub mod observe;
 pub mod pair;
+pub mod queue;
+mod reflect;
+#[cfg(test)]
+mod test_fixtures;
+pub mod testing;
 
 pub use context::{Caches, Namespaces, SyncContext};
+pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, SyncObjects};
+pub use infra::{InfraConfig, InfraTracker};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
+#[cfg(feature = "envtest")]
+pub mod envtest;

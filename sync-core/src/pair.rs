@@ -9,19 +9,34 @@ use std::fmt::Debug;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use kube::Resource;
+use kube::core::NamespaceResourceScope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
 
-/// A Kubernetes object type the engine can watch and cache.
+/// A namespaced Kubernetes object type the engine can watch and cache.
 pub trait SyncObject:
-    Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<T> SyncObject for T where
-    T: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static
+    T: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -87,7 +102,7 @@ pub struct NoOwner {
 
 impl Resource for NoOwner {
     type DynamicType = ();
-    type Scope = kube::core::NamespaceResourceScope;
+    type Scope = NamespaceResourceScope;
 
     fn kind(_: &()) -> Cow<'_, str> {
         "NoOwner".into()

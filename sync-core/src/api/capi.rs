@@ -2,6 +2,9 @@
 //!
 //! Only the fields the sync controllers read or mirror are typed.
 
+// kube's `printcolumn(...)` repeats `type_ = …` by design; clippy mistakes that for a duplicate.
+#![allow(clippy::duplicated_attributes)]
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;

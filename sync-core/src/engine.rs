@@ -1,0 +1,720 @@
+//! The sync engine: watches and caches, triggers, the work queue and the workers that
+//! fetch a pair, decide, and call the hooks.
+//!
+//! kube-runtime's `Controller` cannot be used as is: it drops a request whose object is
+//! missing from its store, and here a name must be reconciled when only its CAPI side
+//! exists. So the engine keeps kube-runtime's watchers, reflectors and scheduler and runs
+//! its own client-go style queue ([`crate::queue`]).
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::FutureExt;
+use kube::api::Api;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::context::{Caches, Namespaces, SyncContext};
+use crate::decision::{Decision, Skip, capi_owner_names, decide};
+use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
+use crate::infra::InfraTracker;
+use crate::observe::{Observer, Outcome};
+use crate::pair::{CapiOnly, SyncPair};
+use crate::queue::{Backoff, WorkQueue};
+use crate::reflect::{Touched, reflect};
+
+/// How a controller runs.
+#[derive(Clone, Debug)]
+pub struct SyncConfig {
+    /// The MAPI and CAPI namespaces.
+    pub namespaces: Namespaces,
+    /// Names reconciled at once (never the same name twice).
+    pub concurrency: usize,
+    /// Backoff of a name whose hook failed.
+    pub backoff: Backoff,
+    /// How the watches list and watch (e.g. streaming lists).
+    pub watcher: watcher::Config,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        Self {
+            namespaces: Namespaces::default(),
+            concurrency: 4,
+            backoff: Backoff::default(),
+            watcher: watcher::Config::default(),
+        }
+    }
+}
+
+/// Whether a controller's caches have synced; for readiness probes and tests.
+#[derive(Clone, Debug)]
+pub struct Readiness(watch::Receiver<bool>);
+
+impl Readiness {
+    /// True once every cache of the controller has listed.
+    pub fn is_ready(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until the caches have synced; returns false if the controller stopped first.
+    pub async fn wait(&mut self) -> bool {
+        self.0.wait_for(|ready| *ready).await.is_ok()
+    }
+}
+
+/// A controller for one synced pair `P`.
+pub struct SyncController<P: SyncPair> {
+    client: Client,
+    config: SyncConfig,
+    infra: Option<InfraTracker>,
+    observer: Option<Arc<dyn Observer>>,
+    ready: watch::Sender<bool>,
+    _pair: PhantomData<fn() -> P>,
+}
+
+impl<P: SyncPair> SyncController<P> {
+    /// A controller that talks to the API server through `client`.
+    pub fn new(client: Client, config: SyncConfig) -> Self {
+        Self {
+            client,
+            config,
+            infra: None,
+            observer: None,
+            ready: watch::Sender::new(false),
+            _pair: PhantomData,
+        }
+    }
+
+    /// Watches the infrastructure objects the CAPI objects reference, through a tracker
+    /// shared with the other controllers: their changes reconcile the pairs using them.
+    pub fn with_infra(mut self, tracker: InfraTracker) -> Self {
+        self.infra = Some(tracker);
+        self
+    }
+
+    /// Reports every reconcile's outcome (metrics).
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// A handle that says when the caches have synced.
+    pub fn readiness(&self) -> Readiness {
+        Readiness(self.ready.subscribe())
+    }
+
+    /// Runs until `shutdown` resolves, then lets in-flight reconciles finish and returns.
+    pub async fn run<H: SyncHooks<P>>(self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
+        let Self {
+            client,
+            config,
+            infra,
+            observer,
+            ready,
+            ..
+        } = self;
+        let namespaces = config.namespaces.clone();
+        let queue = WorkQueue::new(config.backoff);
+        let mut background = JoinSet::new();
+
+        let (mapi, mapi_writer) = reflector::store::<P::Mapi>();
+        let (capi, capi_writer) = reflector::store::<P::Capi>();
+        let owners = OwnerIndex::default();
+
+        background.spawn(reflect(
+            "mapi",
+            watcher(
+                Api::<P::Mapi>::namespaced(client.clone(), &namespaces.mapi),
+                config.watcher.clone(),
+            )
+            .default_backoff(),
+            mapi_writer,
+            {
+                let queue = queue.clone();
+                move |touched| queue.add(touched_name(&touched))
+            },
+        ));
+
+        let infra_registration = infra.as_ref().map(|tracker| tracker.register::<P>());
+        background.spawn(reflect(
+            "capi",
+            watcher(
+                Api::<P::Capi>::namespaced(client.clone(), &namespaces.capi),
+                config.watcher.clone(),
+            )
+            .default_backoff(),
+            capi_writer,
+            {
+                let queue = queue.clone();
+                let owners = owners.clone();
+                let infra = infra_registration.as_ref().map(|r| r.tracker());
+                move |touched| {
+                    let name = touched_name(&touched);
+                    let present = match &touched {
+                        Touched::Present(object) => Some(*object),
+                        Touched::Gone(_) => None,
+                    };
+                    if P::CAPI_ONLY == CapiOnly::MirrorIfOwnerMirrored {
+                        owners.set(&name, present.into_iter().flat_map(capi_owner_names::<P>));
+                    }
+                    if let Some(infra) = &infra {
+                        infra.track(&name, present.map(P::infra_ref));
+                    }
+                    queue.add(name);
+                }
+            },
+        ));
+
+        let owner_mirrors = (P::CAPI_ONLY == CapiOnly::MirrorIfOwnerMirrored).then(|| {
+            let (store, writer) = reflector::store::<P::OwnerMirror>();
+            background.spawn(reflect(
+                "owner-mirror",
+                watcher(
+                    Api::<P::OwnerMirror>::namespaced(client.clone(), &namespaces.mapi),
+                    config.watcher.clone(),
+                )
+                .default_backoff(),
+                writer,
+                {
+                    let queue = queue.clone();
+                    let owners = owners.clone();
+                    move |touched| {
+                        for owned in owners.owned_by(&touched_name(&touched)) {
+                            queue.add(owned);
+                        }
+                    }
+                },
+            ));
+            store
+        });
+
+        if let Some(mut registration) = infra_registration {
+            let queue = queue.clone();
+            background.spawn(async move {
+                while let Some(name) = registration.next_trigger().await {
+                    queue.add(name);
+                }
+            });
+        }
+
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: P::NAME.into(),
+                instance: None,
+            },
+        );
+        let ctx = Arc::new(SyncContext::<P> {
+            client,
+            namespaces,
+            recorder,
+            caches: Caches {
+                mapi: mapi.clone(),
+                capi: capi.clone(),
+                owner_mirrors: owner_mirrors.clone(),
+            },
+            infra,
+        });
+        let hooks = Arc::new(hooks);
+
+        let run = async {
+            if !caches_synced::<P>(&mapi, &capi, owner_mirrors.as_ref()).await {
+                return;
+            }
+            ready.send_replace(true);
+            tracing::info!(controller = P::NAME, "caches synced; reconciling");
+            let mut workers = JoinSet::new();
+            for _ in 0..config.concurrency.max(1) {
+                let (queue, ctx, hooks, observer) =
+                    (queue.clone(), ctx.clone(), hooks.clone(), observer.clone());
+                workers.spawn(async move {
+                    while let Some(name) = queue.get().await {
+                        let started = Instant::now();
+                        let (outcome, result) = reconcile(&*hooks, &ctx, &name).await;
+                        let elapsed = started.elapsed();
+                        match result {
+                            Ok(action) => {
+                                queue.forget(&name);
+                                if let Some(delay) = action.requeue_after() {
+                                    queue.add_after(name.clone(), delay);
+                                }
+                            }
+                            Err(error) => {
+                                let retry_in = queue.add_rate_limited(&name);
+                                tracing::error!(
+                                    controller = P::NAME, name, error = %error, ?retry_in,
+                                    "reconcile failed; retrying with backoff"
+                                );
+                            }
+                        }
+                        if let Some(observer) = &observer {
+                            observer.reconciled(P::NAME, &name, &outcome, elapsed);
+                        }
+                        queue.done(&name);
+                    }
+                });
+            }
+            while workers.join_next().await.is_some() {}
+        };
+
+        let stopping = async {
+            shutdown.await;
+            tracing::info!(
+                controller = P::NAME,
+                "shutting down; finishing in-flight reconciles"
+            );
+            queue.shut_down();
+        };
+        // The worker loop ends once the queue is shut down and the in-flight reconciles
+        // have returned.
+        futures::future::join(run, stopping).await;
+        ready.send_replace(false);
+        background.shutdown().await;
+    }
+}
+
+async fn caches_synced<P: SyncPair>(
+    mapi: &Store<P::Mapi>,
+    capi: &Store<P::Capi>,
+    owner_mirrors: Option<&Store<P::OwnerMirror>>,
+) -> bool {
+    let owners = async {
+        match owner_mirrors {
+            Some(store) => store.wait_until_ready().await.is_ok(),
+            None => true,
+        }
+    };
+    let (a, b, c) = tokio::join!(mapi.wait_until_ready(), capi.wait_until_ready(), owners);
+    a.is_ok() && b.is_ok() && c
+}
+
+fn touched_name<K: Resource>(touched: &Touched<'_, K>) -> String {
+    match touched {
+        Touched::Present(object) | Touched::Gone(object) => object.name_any(),
+    }
+}
+
+/// Reconciles one name: fetches the pair from the caches, decides, calls the hook.
+///
+/// A hook that panics is reported as a failure (and retried), never a dead worker.
+pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
+    hooks: &H,
+    ctx: &SyncContext<P>,
+    name: &str,
+) -> (Outcome, Result<Action, HookError>) {
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = P::NAME,
+        name,
+        direction = tracing::field::Empty
+    );
+    async {
+        let objects = fetch(ctx, name);
+        let decision = decide::<P>(objects.mapi.as_deref(), objects.capi.as_deref(), |owner| {
+            ctx.caches.owner_mirrored(&ctx.namespaces, owner)
+        });
+        tracing::debug!(
+            ?decision,
+            mapi = objects.mapi.is_some(),
+            capi = objects.capi.is_some(),
+            "decided"
+        );
+        let (outcome, hook) = match &decision {
+            Decision::NothingToDo => (Outcome::Skipped("nothing_to_do"), None),
+            Decision::Skip(skip) => {
+                report_skip(ctx, &objects, skip).await;
+                (Outcome::Skipped(skip.label()), None)
+            }
+            Decision::Sync(direction) => (
+                Outcome::Synced {
+                    direction: *direction,
+                    failed: false,
+                },
+                Some((false, *direction)),
+            ),
+            Decision::Deletion(direction) => (
+                Outcome::Deletion {
+                    direction: *direction,
+                    failed: false,
+                },
+                Some((true, *direction)),
+            ),
+        };
+        let Some((deletion, direction)) = hook else {
+            return (outcome, Ok(Action::await_change()));
+        };
+        tracing::Span::current().record("direction", direction.as_str());
+        let call = async {
+            match (deletion, direction) {
+                (true, direction) => hooks.reconcile_deletion(direction, &objects, ctx).await,
+                (false, Direction::MapiToCapi) => hooks.reconcile_mapi_to_capi(&objects, ctx).await,
+                (false, Direction::CapiToMapi) => hooks.reconcile_capi_to_mapi(&objects, ctx).await,
+            }
+        };
+        let result = AssertUnwindSafe(call)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| Err("hook panicked".into()));
+        (outcome.with_error(result.is_err()), result)
+    }
+    .instrument(span)
+    .await
+}
+
+/// The dual fetch: both objects from the caches, and the CAPI object's infra reference.
+pub(crate) fn fetch<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> SyncObjects<P> {
+    let mapi = ctx.caches.mapi(&ctx.namespaces, name);
+    let capi = ctx.caches.capi(&ctx.namespaces, name);
+    let infra_ref = capi.as_deref().and_then(|capi| P::infra_ref(capi).transpose());
+    let infra = match (&ctx.infra, &infra_ref) {
+        (Some(tracker), Some(Ok(reference))) => tracker.cached(reference),
+        _ => None,
+    };
+    SyncObjects {
+        name: name.to_owned(),
+        mapi,
+        capi,
+        infra_ref,
+        infra,
+    }
+}
+
+async fn report_skip<P: SyncPair>(ctx: &SyncContext<P>, objects: &SyncObjects<P>, skip: &Skip) {
+    match skip {
+        Skip::UnknownAuthority(value) => {
+            tracing::warn!(value = %value, "unknown status.authoritativeAPI; not syncing");
+            if let Some(mapi) = &objects.mapi {
+                let note = format!(
+                    "{}/{}: status.authoritativeAPI {value:?} is not MachineAPI, ClusterAPI or Migrating; not syncing",
+                    ctx.namespaces.mapi, objects.name
+                );
+                ctx.warn(&mapi.object_ref(&()), "UnknownAuthoritativeAPI", note)
+                    .await;
+            }
+        }
+        Skip::Migrating => tracing::info!("authoritativeAPI is Migrating; not syncing"),
+        Skip::NoAuthority => tracing::debug!("status.authoritativeAPI is not set yet; not syncing"),
+        Skip::CapiOnlyIgnored | Skip::CapiOnlyOwnerNotMirrored => {
+            tracing::debug!(reason = skip.label(), "CAPI-only object; not syncing")
+        }
+    }
+}
+
+impl Skip {
+    /// A short label for logs and metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::CapiOnlyIgnored => "capi_only_ignored",
+            Self::CapiOnlyOwnerNotMirrored => "capi_only_owner_not_mirrored",
+            Self::Migrating => "migrating",
+            Self::NoAuthority => "no_authority",
+            Self::UnknownAuthority(_) => "unknown_authority",
+        }
+    }
+}
+
+/// CAPI object names by the names of their CAPI owners, so that an owner mirror appearing
+/// reconciles exactly the objects it owns.
+#[derive(Clone, Default)]
+struct OwnerIndex {
+    inner: Arc<Mutex<OwnerIndexState>>,
+}
+
+#[derive(Default)]
+struct OwnerIndexState {
+    owned: HashMap<String, HashSet<String>>,
+    owners_of: HashMap<String, Vec<String>>,
+}
+
+impl OwnerIndex {
+    fn set<'a>(&self, name: &str, owners: impl Iterator<Item = &'a str>) {
+        let owners: Vec<String> = owners.map(str::to_owned).collect();
+        let mut state = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for old in state.owners_of.remove(name).unwrap_or_default() {
+            if let Some(set) = state.owned.get_mut(&old) {
+                set.remove(name);
+                if set.is_empty() {
+                    state.owned.remove(&old);
+                }
+            }
+        }
+        for owner in &owners {
+            state
+                .owned
+                .entry(owner.clone())
+                .or_default()
+                .insert(name.to_owned());
+        }
+        if !owners.is_empty() {
+            state.owners_of.insert(name.to_owned(), owners);
+        }
+    }
+
+    fn owned_by(&self, owner: &str) -> Vec<String> {
+        let state = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state
+            .owned
+            .get(owner)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use http::{Request, Response};
+    use kube::client::Body;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+    use crate::api::{capi, mapi};
+    use crate::test_fixtures::{CAPI_NS, MAPI_NS, MachinePair, capi_machine, mapi_machine, mapi_machine_set};
+    use crate::testing::{Hook, RecordingHooks};
+
+    /// (path, body) of every request a test client sent.
+    type Requests = Arc<Mutex<Vec<(String, String)>>>;
+
+    /// A client whose every request is recorded and answered `201 {}`.
+    fn recording_client() -> (Client, Requests) {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let service = tower::service_fn(move |request: Request<Body>| {
+            let seen = seen.clone();
+            async move {
+                let path = request.uri().path().to_owned();
+                let body = request.into_body().collect_bytes().await.unwrap_or_default();
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push((path, String::from_utf8_lossy(&body).into_owned()));
+                }
+                Response::builder().status(201).body(Body::from(b"{}".to_vec()))
+            }
+        });
+        (Client::new(service, "default"), requests)
+    }
+
+    fn store_of<K>(objects: Vec<K>) -> Store<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        let mut writer = Writer::<K>::default();
+        for object in objects {
+            writer.apply_watcher_event(&Event::Apply(object));
+        }
+        writer.as_reader()
+    }
+
+    fn context(
+        mapi: Vec<mapi::Machine>,
+        capi: Vec<capi::Machine>,
+        owners: Vec<mapi::MachineSet>,
+    ) -> (SyncContext<MachinePair>, Requests) {
+        let (client, requests) = recording_client();
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "machine-sync".into(),
+                instance: None,
+            },
+        );
+        let ctx = SyncContext {
+            client,
+            namespaces: Namespaces {
+                mapi: MAPI_NS.into(),
+                capi: CAPI_NS.into(),
+            },
+            recorder,
+            caches: Caches {
+                mapi: store_of(mapi),
+                capi: store_of(capi),
+                owner_mirrors: Some(store_of(owners)),
+            },
+            infra: None,
+        };
+        (ctx, requests)
+    }
+
+    async fn run(ctx: &SyncContext<MachinePair>, name: &str) -> (RecordingHooks<MachinePair>, Outcome) {
+        let hooks = RecordingHooks::new();
+        let (outcome, result) = reconcile(&hooks, ctx, name).await;
+        assert!(result.is_ok(), "{result:?}");
+        (hooks, outcome)
+    }
+
+    #[tokio::test]
+    async fn mapi_authoritative_calls_mapi_to_capi_with_both_cached_objects() {
+        let mapi = mapi_machine("worker-a", Some("MachineAPI"), false);
+        let capi = capi_machine("worker-a", None, false);
+        let (ctx, _) = context(vec![mapi.clone()], vec![capi.clone()], vec![]);
+        let (hooks, outcome) = run(&ctx, "worker-a").await;
+        let calls = hooks.calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].hook, Hook::MapiToCapi);
+        assert_eq!(calls[0].objects.mapi.as_deref(), Some(&mapi));
+        assert_eq!(calls[0].objects.capi.as_deref(), Some(&capi));
+        assert_eq!(
+            calls[0].objects.infra_ref().map(|r| r.kind.as_str()),
+            Some("DevMachine")
+        );
+        assert_eq!(
+            outcome,
+            Outcome::Synced {
+                direction: Direction::MapiToCapi,
+                failed: false
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn cluster_api_authoritative_calls_capi_to_mapi() {
+        let (ctx, _) = context(
+            vec![mapi_machine("worker-a", Some("ClusterAPI"), false)],
+            vec![],
+            vec![],
+        );
+        let (hooks, _) = run(&ctx, "worker-a").await;
+        let calls = hooks.calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].hook, Hook::CapiToMapi);
+        assert!(calls[0].objects.capi.is_none());
+    }
+
+    #[tokio::test]
+    async fn capi_only_machine_of_a_mirrored_set_calls_capi_to_mapi_without_a_mapi_object() {
+        let capi = capi_machine("worker-a", Some(("cluster.x-k8s.io/v1beta2", "set-a")), false);
+        let (ctx, _) = context(vec![], vec![capi.clone()], vec![mapi_machine_set("set-a")]);
+        let (hooks, _) = run(&ctx, "worker-a").await;
+        let calls = hooks.calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].hook, Hook::CapiToMapi);
+        assert!(calls[0].objects.mapi.is_none());
+        assert_eq!(calls[0].objects.capi.as_deref(), Some(&capi));
+    }
+
+    #[tokio::test]
+    async fn capi_only_machine_of_an_unmirrored_set_calls_nothing() {
+        let capi = capi_machine("worker-a", Some(("cluster.x-k8s.io/v1beta2", "set-a")), false);
+        let (ctx, _) = context(vec![], vec![capi], vec![mapi_machine_set("set-b")]);
+        let (hooks, outcome) = run(&ctx, "worker-a").await;
+        assert!(hooks.calls().is_empty());
+        assert_eq!(outcome, Outcome::Skipped("capi_only_owner_not_mirrored"));
+    }
+
+    #[tokio::test]
+    async fn deletion_calls_the_deletion_hook_with_the_deleting_object() {
+        let mapi = mapi_machine("worker-a", Some("MachineAPI"), true);
+        let (ctx, _) = context(
+            vec![mapi.clone()],
+            vec![capi_machine("worker-a", None, false)],
+            vec![],
+        );
+        let (hooks, _) = run(&ctx, "worker-a").await;
+        let calls = hooks.calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].hook, Hook::Deletion(Direction::MapiToCapi));
+        assert!(matches!(calls[0].objects.deleting(), Some(crate::hooks::Deleting::Mapi(m)) if *m == mapi));
+    }
+
+    #[tokio::test]
+    async fn migrating_empty_and_absent_call_nothing() {
+        let (ctx, _) = context(
+            vec![
+                mapi_machine("migrating", Some("Migrating"), false),
+                mapi_machine("empty", None, false),
+            ],
+            vec![],
+            vec![],
+        );
+        for (name, skipped) in [
+            ("migrating", "migrating"),
+            ("empty", "no_authority"),
+            ("absent", "nothing_to_do"),
+        ] {
+            let (hooks, outcome) = run(&ctx, name).await;
+            assert!(hooks.calls().is_empty(), "{name}");
+            assert_eq!(outcome, Outcome::Skipped(skipped));
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_authority_calls_nothing_and_publishes_a_warning_event() {
+        let (ctx, requests) = context(
+            vec![mapi_machine("worker-a", Some("Kubelet"), false)],
+            vec![],
+            vec![],
+        );
+        let (hooks, outcome) = run(&ctx, "worker-a").await;
+        assert!(hooks.calls().is_empty());
+        assert_eq!(outcome, Outcome::Skipped("unknown_authority"));
+        let requests = requests.lock().map(|r| r.clone()).unwrap_or_default();
+        let event = requests.iter().find(|(path, _)| path.ends_with("/events"));
+        let Some((path, body)) = event else {
+            panic!("no event published: {requests:?}")
+        };
+        assert!(path.contains(MAPI_NS), "{path}");
+        assert!(body.contains("\"type\":\"Warning\""), "{body}");
+        assert!(body.contains("UnknownAuthoritativeAPI"), "{body}");
+        assert!(body.contains("Kubelet"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_hook_is_a_failure_not_a_dead_worker() {
+        struct Panics;
+        impl SyncHooks<MachinePair> for Panics {
+            async fn reconcile_mapi_to_capi(
+                &self,
+                _: &SyncObjects<MachinePair>,
+                _: &SyncContext<MachinePair>,
+            ) -> crate::HookResult {
+                panic!("boom")
+            }
+        }
+        let (ctx, _) = context(
+            vec![mapi_machine("worker-a", Some("MachineAPI"), false)],
+            vec![],
+            vec![],
+        );
+        let (outcome, result) = reconcile(&Panics, &ctx, "worker-a").await;
+        assert!(result.is_err());
+        assert_eq!(
+            outcome,
+            Outcome::Synced {
+                direction: Direction::MapiToCapi,
+                failed: true
+            }
+        );
+    }
+
+    #[test]
+    fn owner_index_follows_changes_of_ownership() {
+        let index = OwnerIndex::default();
+        index.set("m1", ["set-a"].into_iter());
+        index.set("m2", ["set-a"].into_iter());
+        let mut owned = index.owned_by("set-a");
+        owned.sort();
+        assert_eq!(owned, ["m1", "m2"]);
+        index.set("m1", ["set-b"].into_iter());
+        assert_eq!(index.owned_by("set-a"), ["m2"]);
+        assert_eq!(index.owned_by("set-b"), ["m1"]);
+        index.set("m2", std::iter::empty());
+        assert!(index.owned_by("set-a").is_empty());
+    }
+}

@@ -1,0 +1,517 @@
+//! Dynamic watches on the infrastructure kinds that CAPI objects reference.
+//!
+//! The kinds are not known at compile time: a CAPI Machine may reference an AWSMachine, a
+//! DevMachine, or a kind whose CRD is installed tomorrow. The [`InfraTracker`] keeps, per
+//! controller, which CAPI object references which infrastructure object; it runs one
+//! metadata-only watch per referenced GroupKind in the CAPI namespace, shared by every
+//! controller, and maps each infrastructure event to the names it must reconcile.
+//!
+//! * A GroupKind is watched from its first reference and stopped a grace period after its
+//!   last one goes away.
+//! * A GroupKind that cannot be resolved (no CRD, no permission) is retried with capped
+//!   backoff, with a Warning Event on each referencing CAPI object and a log line; when
+//!   the CRD appears, the watch starts without a restart.
+//! * A malformed reference is a Warning Event on the CAPI object.
+//! * Dropped watches and 410 Expired relist; objects gone meanwhile still trigger.
+
+mod mapping;
+mod resolve;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
+use kube::core::ApiResource;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use mapping::names_to_reconcile;
+pub use resolve::{ResolveError, choose_version, newest_contract_version, resolve};
+
+use crate::api::{GroupKind, InfraRef, MalformedRef};
+use crate::pair::SyncPair;
+use crate::queue::Backoff;
+use crate::reflect::{Touched, reflect};
+
+/// Cached metadata of an infrastructure object.
+pub type InfraMeta = PartialObjectMeta<DynamicObject>;
+
+/// How the tracker watches.
+#[derive(Clone, Debug)]
+pub struct InfraConfig {
+    /// The CAPI namespace, where infrastructure objects live.
+    pub namespace: String,
+    /// How long a GroupKind's watch outlives its last reference (so that a reference
+    /// replaced by another of the same kind does not restart the watch).
+    pub grace: Duration,
+    /// Retry of a GroupKind that cannot be resolved.
+    pub retry: Backoff,
+    /// How the watches list and watch.
+    pub watcher: watcher::Config,
+}
+
+impl InfraConfig {
+    /// Defaults for `namespace`: a 2 s grace, retries from 100 ms up to 30 s.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            grace: Duration::from_secs(2),
+            retry: Backoff {
+                base: Duration::from_millis(100),
+                max: Duration::from_secs(30),
+            },
+            watcher: watcher::Config::default(),
+        }
+    }
+}
+
+/// The state of one GroupKind's watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchStatus {
+    /// Looking up its version and resource.
+    Resolving,
+    /// It cannot be resolved; retrying with backoff.
+    Failed(String),
+    /// Watching at this version.
+    Watching {
+        /// The version watched.
+        version: String,
+    },
+}
+
+/// Shared dynamic watches on infrastructure kinds; clone it into every controller.
+#[derive(Clone)]
+pub struct InfraTracker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    config: InfraConfig,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    controllers: Vec<Registered>,
+    watches: HashMap<GroupKind, Watch>,
+    generation: u64,
+}
+
+/// One controller's references.
+struct Registered {
+    capi_api_version: String,
+    capi_kind: String,
+    triggers: mpsc::UnboundedSender<String>,
+    recorder: Recorder,
+    /// CAPI object name → its reference.
+    refs: HashMap<String, InfraRef>,
+    /// GroupKind → infrastructure object name → the CAPI objects referencing it.
+    referrers: HashMap<GroupKind, HashMap<String, HashSet<String>>>,
+}
+
+struct Watch {
+    references: usize,
+    generation: u64,
+    status: WatchStatus,
+    resource: Option<ApiResource>,
+    store: Option<Store<InfraMeta>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for watch in state.watches.values() {
+            if let Some(task) = &watch.task {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl InfraTracker {
+    /// A tracker with no watches yet.
+    pub fn new(client: Client, config: InfraConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                client,
+                config,
+                state: Mutex::default(),
+            }),
+        }
+    }
+
+    /// Registers a controller of pair `P`; the registration reports its CAPI objects'
+    /// references and yields the names infrastructure changes reconcile.
+    pub fn register<P: SyncPair>(&self) -> InfraRegistration {
+        let (triggers, receiver) = mpsc::unbounded_channel();
+        let recorder = Recorder::new(
+            self.inner.client.clone(),
+            Reporter {
+                controller: P::NAME.to_owned(),
+                instance: None,
+            },
+        );
+        let mut state = self.inner.lock();
+        state.controllers.push(Registered {
+            capi_api_version: <P::Capi as Resource>::api_version(&()).into_owned(),
+            capi_kind: <P::Capi as Resource>::kind(&()).into_owned(),
+            triggers,
+            recorder,
+            refs: HashMap::new(),
+            referrers: HashMap::new(),
+        });
+        let id = state.controllers.len() - 1;
+        InfraRegistration {
+            handle: ControllerHandle {
+                inner: self.inner.clone(),
+                id,
+            },
+            triggers: receiver,
+        }
+    }
+
+    /// Every GroupKind watched or being resolved, and its state.
+    pub fn watches(&self) -> BTreeMap<GroupKind, WatchStatus> {
+        self.inner
+            .lock()
+            .watches
+            .iter()
+            .map(|(gk, watch)| (gk.clone(), watch.status.clone()))
+            .collect()
+    }
+
+    /// The cached metadata of the object `reference` names, if its kind is watched.
+    pub fn cached(&self, reference: &InfraRef) -> Option<Arc<InfraMeta>> {
+        let state = self.inner.lock();
+        let watch = state.watches.get(&reference.group_kind())?;
+        let (store, resource) = (watch.store.as_ref()?, watch.resource.as_ref()?);
+        store
+            .get(&ObjectRef::new_with(&reference.name, resource.clone()).within(&self.inner.config.namespace))
+    }
+
+    /// The whole object `reference` names, read from the API server (the caches hold
+    /// metadata only).
+    pub async fn fetch(&self, reference: &InfraRef) -> Result<Option<DynamicObject>, ResolveError> {
+        let group_kind = reference.group_kind();
+        let known = self
+            .inner
+            .lock()
+            .watches
+            .get(&group_kind)
+            .and_then(|w| w.resource.clone());
+        let resource = match known {
+            Some(resource) => resource,
+            None => resolve(&self.inner.client, &group_kind, reference.version.as_deref()).await?,
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.inner.client.clone(), &self.inner.config.namespace, &resource);
+        api.get_opt(&reference.name)
+            .await
+            .map_err(|source| ResolveError::Api { group_kind, source })
+    }
+}
+
+/// A controller's link to the tracker; see [`InfraTracker::register`].
+pub struct InfraRegistration {
+    handle: ControllerHandle,
+    triggers: mpsc::UnboundedReceiver<String>,
+}
+
+impl InfraRegistration {
+    /// The handle that reports references.
+    pub fn tracker(&self) -> ControllerHandle {
+        self.handle.clone()
+    }
+
+    /// The next name an infrastructure change reconciles.
+    pub async fn next_trigger(&mut self) -> Option<String> {
+        self.triggers.recv().await
+    }
+}
+
+/// Reports one controller's CAPI objects' references to the tracker.
+#[derive(Clone)]
+pub struct ControllerHandle {
+    inner: Arc<Inner>,
+    id: usize,
+}
+
+impl ControllerHandle {
+    /// CAPI object `capi_name` now has `reference` (`None`: the object is gone).
+    pub fn track(&self, capi_name: &str, reference: Option<Result<Option<InfraRef>, MalformedRef>>) {
+        let (new, malformed) = match reference {
+            Some(Ok(reference)) => (reference, None),
+            Some(Err(error)) => (None, Some(error)),
+            None => (None, None),
+        };
+        let mut state = self.inner.lock();
+        let old = state
+            .controllers
+            .get(self.id)
+            .and_then(|c| c.refs.get(capi_name))
+            .cloned();
+        if old == new {
+            return;
+        }
+        if let Some(old) = old {
+            self.inner.forget_reference(&mut state, self.id, capi_name, &old);
+        }
+        if let Some(new) = new {
+            self.inner.add_reference(&mut state, self.id, capi_name, new);
+        }
+        if let Some(error) = malformed {
+            tracing::warn!(name = capi_name, %error, "malformed infrastructure reference");
+            self.inner.warn(
+                &state,
+                self.id,
+                capi_name,
+                "InvalidInfrastructureReference",
+                error.to_string(),
+            );
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add_reference(self: &Arc<Self>, state: &mut State, id: usize, capi_name: &str, reference: InfraRef) {
+        let group_kind = reference.group_kind();
+        let Some(controller) = state.controllers.get_mut(id) else {
+            return;
+        };
+        controller
+            .referrers
+            .entry(group_kind.clone())
+            .or_default()
+            .entry(reference.name.clone())
+            .or_default()
+            .insert(capi_name.to_owned());
+        controller.refs.insert(capi_name.to_owned(), reference.clone());
+        if let Some(watch) = state.watches.get_mut(&group_kind) {
+            watch.references += 1;
+            if let WatchStatus::Failed(error) = &watch.status {
+                let note = format!("cannot watch {group_kind}: {error}");
+                self.warn(state, id, capi_name, "InfrastructureKindUnavailable", note);
+            }
+            return;
+        }
+        state.generation += 1;
+        let generation = state.generation;
+        tracing::info!(%group_kind, "watching infrastructure kind");
+        let task = tokio::spawn(run_watch(
+            Arc::downgrade(self),
+            group_kind.clone(),
+            reference.version,
+        ));
+        state.watches.insert(
+            group_kind,
+            Watch {
+                references: 1,
+                generation,
+                status: WatchStatus::Resolving,
+                resource: None,
+                store: None,
+                task: Some(task),
+            },
+        );
+    }
+
+    fn forget_reference(
+        self: &Arc<Self>,
+        state: &mut State,
+        id: usize,
+        capi_name: &str,
+        reference: &InfraRef,
+    ) {
+        let group_kind = reference.group_kind();
+        if let Some(controller) = state.controllers.get_mut(id) {
+            controller.refs.remove(capi_name);
+            if let Some(by_name) = controller.referrers.get_mut(&group_kind) {
+                if let Some(names) = by_name.get_mut(&reference.name) {
+                    names.remove(capi_name);
+                    if names.is_empty() {
+                        by_name.remove(&reference.name);
+                    }
+                }
+                if by_name.is_empty() {
+                    controller.referrers.remove(&group_kind);
+                }
+            }
+        }
+        let Some(watch) = state.watches.get_mut(&group_kind) else {
+            return;
+        };
+        watch.references = watch.references.saturating_sub(1);
+        if watch.references == 0 {
+            let (weak, generation, grace) = (Arc::downgrade(self), watch.generation, self.config.grace);
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                if let Some(inner) = weak.upgrade() {
+                    inner.stop_if_unused(&group_kind, generation);
+                }
+            });
+        }
+    }
+
+    fn stop_if_unused(&self, group_kind: &GroupKind, generation: u64) {
+        let mut state = self.lock();
+        let unused = state
+            .watches
+            .get(group_kind)
+            .is_some_and(|w| w.references == 0 && w.generation == generation);
+        if unused {
+            if let Some(task) = state.watches.remove(group_kind).and_then(|w| w.task) {
+                task.abort();
+            }
+            tracing::info!(%group_kind, "no reference left; stopped watching infrastructure kind");
+        }
+    }
+
+    fn set_status(&self, group_kind: &GroupKind, status: WatchStatus) -> Option<Vec<(usize, String)>> {
+        let mut state = self.lock();
+        let watch = state.watches.get_mut(group_kind)?;
+        watch.status = status;
+        Some(referrers_of(&state, group_kind))
+    }
+
+    fn resolution_failed(&self, group_kind: &GroupKind, error: &ResolveError, first: bool) {
+        let Some(referrers) = self.set_status(group_kind, WatchStatus::Failed(error.to_string())) else {
+            return;
+        };
+        if first {
+            let state = self.lock();
+            for (id, name) in referrers {
+                let note = format!("cannot watch {group_kind}: {error}");
+                self.warn(&state, id, &name, "InfrastructureKindUnavailable", note);
+            }
+        }
+    }
+
+    fn watching(&self, group_kind: &GroupKind, resource: &ApiResource, store: Store<InfraMeta>) {
+        let mut state = self.lock();
+        if let Some(watch) = state.watches.get_mut(group_kind) {
+            watch.status = WatchStatus::Watching {
+                version: resource.version.clone(),
+            };
+            watch.resource = Some(resource.clone());
+            watch.store = Some(store);
+        }
+    }
+
+    /// Sends the names an infrastructure object's change reconciles to the controllers
+    /// that reference its kind.
+    fn dispatch(&self, group_kind: &GroupKind, meta: &ObjectMeta) {
+        let state = self.lock();
+        let name = meta.name.as_deref().unwrap_or_default();
+        for controller in &state.controllers {
+            let Some(by_name) = controller.referrers.get(group_kind) else {
+                continue;
+            };
+            for target in names_to_reconcile(&controller.capi_kind, meta, by_name.get(name)) {
+                let _ = controller.triggers.send(target);
+            }
+        }
+    }
+
+    /// Publishes a Warning Event on a controller's CAPI object, in the background.
+    fn warn(&self, state: &State, id: usize, capi_name: &str, reason: &'static str, note: String) {
+        let Some(controller) = state.controllers.get(id) else {
+            return;
+        };
+        let reference = ObjectReference {
+            api_version: Some(controller.capi_api_version.clone()),
+            kind: Some(controller.capi_kind.clone()),
+            name: Some(capi_name.to_owned()),
+            namespace: Some(self.config.namespace.clone()),
+            ..ObjectReference::default()
+        };
+        let recorder = controller.recorder.clone();
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: "Watch".into(),
+            secondary: None,
+        };
+        tokio::spawn(async move {
+            if let Err(error) = recorder.publish(&event, &reference).await {
+                tracing::warn!(%error, reason, "failed to publish event");
+            }
+        });
+    }
+}
+
+fn referrers_of(state: &State, group_kind: &GroupKind) -> Vec<(usize, String)> {
+    state
+        .controllers
+        .iter()
+        .enumerate()
+        .flat_map(|(id, controller)| {
+            controller
+                .referrers
+                .get(group_kind)
+                .into_iter()
+                .flat_map(move |by_name| {
+                    by_name
+                        .values()
+                        .flatten()
+                        .map(move |capi_name| (id, capi_name.clone()))
+                })
+        })
+        .collect()
+}
+
+/// Resolves a GroupKind (retrying with capped backoff) and then watches it until aborted.
+async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<String>) {
+    let mut failures = 0u32;
+    let resource = loop {
+        let Some((client, retry)) = inner.upgrade().map(|i| (i.client.clone(), i.config.retry)) else {
+            return;
+        };
+        match resolve(&client, &group_kind, hint.as_deref()).await {
+            Ok(resource) => break resource,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                let retry_in = retry.delay(failures);
+                tracing::warn!(%group_kind, %error, ?retry_in, "cannot watch infrastructure kind; retrying");
+                let Some(strong) = inner.upgrade() else { return };
+                strong.resolution_failed(&group_kind, &error, failures == 1);
+                drop(strong);
+                tokio::time::sleep(retry_in).await;
+            }
+        }
+    };
+    let Some(strong) = inner.upgrade() else { return };
+    let api: Api<InfraMeta> =
+        Api::namespaced_with(strong.client.clone(), &strong.config.namespace, &resource);
+    let writer = Writer::new(resource.clone());
+    strong.watching(&group_kind, &resource, writer.as_reader());
+    let config = strong.config.watcher.clone();
+    drop(strong);
+    tracing::info!(%group_kind, version = %resource.version, "infrastructure watch started");
+    let what = group_kind.to_string();
+    reflect(&what, watcher(api, config).default_backoff(), writer, |touched| {
+        let (Touched::Present(object) | Touched::Gone(object)) = touched;
+        if let Some(inner) = inner.upgrade() {
+            inner.dispatch(&group_kind, &object.metadata);
+        }
+    })
+    .await;
+}

@@ -1,0 +1,87 @@
+//! Pairs and object builders shared by the unit tests.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use kube::api::ObjectMeta;
+
+use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
+use crate::pair::{CapiOnly, NoOwner, SyncPair};
+
+pub(crate) const MAPI_NS: &str = "openshift-machine-api";
+pub(crate) const CAPI_NS: &str = "openshift-cluster-api";
+
+/// The Machine pair, as the macro would declare it.
+pub(crate) struct MachinePair;
+impl SyncPair for MachinePair {
+    type Mapi = mapi::Machine;
+    type Capi = capi::Machine;
+    type OwnerMirror = mapi::MachineSet;
+    const NAME: &'static str = "machine-sync";
+    const CAPI_ONLY: CapiOnly = CapiOnly::MirrorIfOwnerMirrored;
+    fn infra_ref(capi: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
+        capi.spec.infrastructure_ref.as_infra_ref()
+    }
+}
+
+/// The MachineSet pair, as the macro would declare it.
+pub(crate) struct SetPair;
+impl SyncPair for SetPair {
+    type Mapi = mapi::MachineSet;
+    type Capi = capi::MachineSet;
+    type OwnerMirror = NoOwner;
+    const NAME: &'static str = "machineset-sync";
+    const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
+    fn infra_ref(capi: &capi::MachineSet) -> Result<Option<InfraRef>, MalformedRef> {
+        capi.spec.template.spec.infrastructure_ref.as_infra_ref()
+    }
+}
+
+pub(crate) fn meta(name: &str, namespace: &str, deleting: bool) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(namespace.into()),
+        deletion_timestamp: deleting.then(|| Time(Default::default())),
+        ..ObjectMeta::default()
+    }
+}
+
+pub(crate) fn mapi_machine(name: &str, authority: Option<&str>, deleting: bool) -> mapi::Machine {
+    mapi::Machine {
+        metadata: meta(name, MAPI_NS, deleting),
+        spec: mapi::MachineSpec::default(),
+        status: Some(mapi::MachineStatus {
+            authoritative_api: authority.map(AuthoritativeApi::from),
+            ..Default::default()
+        }),
+    }
+}
+
+pub(crate) fn capi_machine(name: &str, owner: Option<(&str, &str)>, deleting: bool) -> capi::Machine {
+    let mut metadata = meta(name, CAPI_NS, deleting);
+    metadata.owner_references = owner.map(|(api_version, owner)| {
+        vec![OwnerReference {
+            api_version: api_version.into(),
+            kind: "MachineSet".into(),
+            name: owner.into(),
+            uid: "u".into(),
+            controller: Some(true),
+            ..Default::default()
+        }]
+    });
+    let mut spec = capi::MachineSpec::default();
+    spec.infrastructure_ref.api_group = "infrastructure.cluster.x-k8s.io".into();
+    spec.infrastructure_ref.kind = "DevMachine".into();
+    spec.infrastructure_ref.name = name.into();
+    capi::Machine {
+        metadata,
+        spec,
+        status: None,
+    }
+}
+
+pub(crate) fn mapi_machine_set(name: &str) -> mapi::MachineSet {
+    mapi::MachineSet {
+        metadata: meta(name, MAPI_NS, false),
+        spec: Default::default(),
+        status: None,
+    }
+}
