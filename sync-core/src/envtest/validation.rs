@@ -1,0 +1,57 @@
+//! Name validation (DNS-1123) as kube-apiserver's apimachinery validation.
+
+use super::errors::{Cause, invalid_value};
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.first().is_some_and(|c| *c != b'-')
+        && b.last().is_some_and(|c| *c != b'-')
+}
+
+/// True for a DNS-1123 subdomain (at most 253 characters).
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// Validates an object name as a DNS-1123 subdomain; `label` asks for a DNS-1123 label
+/// (namespaces).
+pub fn validate_name(field: &str, name: &str, label: bool) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if label {
+        if name.len() > 63 {
+            causes.push(invalid_value(field, name, "must be no more than 63 characters"));
+        }
+        if !is_label(name) && name.len() <= 63 {
+            causes.push(invalid_value(field, name, LABEL_MSG));
+        }
+    } else {
+        if name.len() > 253 {
+            causes.push(invalid_value(field, name, "must be no more than 253 characters"));
+        }
+        if !is_dns1123_subdomain(name) && name.len() <= 253 {
+            causes.push(invalid_value(field, name, SUBDOMAIN_MSG));
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_dns1123_subdomain("a.b-c.d1"));
+        assert!(!is_dns1123_subdomain("A"));
+        assert!(!is_dns1123_subdomain("a..b"));
+        assert!(!is_dns1123_subdomain("-a"));
+        assert!(validate_name("metadata.name", "a.b", true).len() == 1);
+    }
+}
