@@ -8,7 +8,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -16,6 +15,7 @@ use std::time::Instant;
 use futures::FutureExt;
 use kube::api::Api;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -79,20 +79,51 @@ pub struct SyncController<P: SyncPair> {
     infra: Option<InfraTracker>,
     observer: Option<Arc<dyn Observer>>,
     ready: watch::Sender<bool>,
-    _pair: PhantomData<fn() -> P>,
+    caches: Caches<P>,
+    writers: Writers<P>,
+}
+
+/// The write halves of the caches, handed to the watches when the controller runs.
+struct Writers<P: SyncPair> {
+    mapi: Writer<P::Mapi>,
+    capi: Writer<P::Capi>,
+    owner_mirrors: Option<Writer<P::OwnerMirror>>,
 }
 
 impl<P: SyncPair> SyncController<P> {
     /// A controller that talks to the API server through `client`.
     pub fn new(client: Client, config: SyncConfig) -> Self {
+        let (mapi, mapi_writer) = reflector::store::<P::Mapi>();
+        let (capi, capi_writer) = reflector::store::<P::Capi>();
+        let (owner_mirrors, owner_writer) = match P::CAPI_ONLY {
+            CapiOnly::MirrorIfOwnerMirrored => {
+                let (reader, writer) = reflector::store::<P::OwnerMirror>();
+                (Some(reader), Some(writer))
+            }
+            CapiOnly::Ignore => (None, None),
+        };
         Self {
             client,
             config,
             infra: None,
             observer: None,
             ready: watch::Sender::new(false),
-            _pair: PhantomData,
+            caches: Caches {
+                mapi,
+                capi,
+                owner_mirrors,
+            },
+            writers: Writers {
+                mapi: mapi_writer,
+                capi: capi_writer,
+                owner_mirrors: owner_writer,
+            },
         }
+    }
+
+    /// Read access to the controller's caches (they fill once it runs).
+    pub fn caches(&self) -> Caches<P> {
+        self.caches.clone()
     }
 
     /// Watches the infrastructure objects the CAPI objects reference, through a tracker
@@ -121,14 +152,13 @@ impl<P: SyncPair> SyncController<P> {
             infra,
             observer,
             ready,
-            ..
+            caches,
+            writers,
         } = self;
         let namespaces = config.namespaces.clone();
         let queue = WorkQueue::new(config.backoff);
         let mut background = JoinSet::new();
 
-        let (mapi, mapi_writer) = reflector::store::<P::Mapi>();
-        let (capi, capi_writer) = reflector::store::<P::Capi>();
         let owners = OwnerIndex::default();
 
         background.spawn(reflect(
@@ -138,7 +168,7 @@ impl<P: SyncPair> SyncController<P> {
                 config.watcher.clone(),
             )
             .default_backoff(),
-            mapi_writer,
+            writers.mapi,
             {
                 let queue = queue.clone();
                 move |touched| queue.add(touched_name(&touched))
@@ -153,7 +183,7 @@ impl<P: SyncPair> SyncController<P> {
                 config.watcher.clone(),
             )
             .default_backoff(),
-            capi_writer,
+            writers.capi,
             {
                 let queue = queue.clone();
                 let owners = owners.clone();
@@ -175,8 +205,7 @@ impl<P: SyncPair> SyncController<P> {
             },
         ));
 
-        let owner_mirrors = (P::CAPI_ONLY == CapiOnly::MirrorIfOwnerMirrored).then(|| {
-            let (store, writer) = reflector::store::<P::OwnerMirror>();
+        if let Some(writer) = writers.owner_mirrors {
             background.spawn(reflect(
                 "owner-mirror",
                 watcher(
@@ -195,8 +224,7 @@ impl<P: SyncPair> SyncController<P> {
                     }
                 },
             ));
-            store
-        });
+        }
 
         if let Some(mut registration) = infra_registration {
             let queue = queue.clone();
@@ -218,17 +246,13 @@ impl<P: SyncPair> SyncController<P> {
             client,
             namespaces,
             recorder,
-            caches: Caches {
-                mapi: mapi.clone(),
-                capi: capi.clone(),
-                owner_mirrors: owner_mirrors.clone(),
-            },
+            caches: caches.clone(),
             infra,
         });
         let hooks = Arc::new(hooks);
 
         let run = async {
-            if !caches_synced::<P>(&mapi, &capi, owner_mirrors.as_ref()).await {
+            if !caches_synced::<P>(&caches.mapi, &caches.capi, caches.owner_mirrors.as_ref()).await {
                 return;
             }
             ready.send_replace(true);
@@ -482,7 +506,6 @@ mod tests {
 
     use http::{Request, Response};
     use kube::client::Body;
-    use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher::Event;
 
     use super::*;
