@@ -4,7 +4,7 @@
 //! user writes their own, the stub `impl SyncHooks`. Every path is absolute, so the
 //! expansion needs no imports besides a dependency on `sync-core`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
@@ -53,15 +53,16 @@ fn infra_ref_fn(pair: &Pair) -> TokenStream {
     };
     match pair.infra_ref.as_deref() {
         Some(members @ [first, ..]) => {
+            // The parameter and the call carry the field path's span: errors about the
+            // field land on the user's tokens, and the parameter resolves the same way
+            // as its use wherever the attribute was written.
             let span = first.span();
-            // Located on the user's tokens (for the error's underline), resolved like the
-            // parameter below (so it names it even when the attribute comes from a macro).
-            let var = Ident::new("capi", span.resolved_at(Span::call_site()));
+            let var = Ident::new("capi", span);
             let call = quote_spanned! {span=>
                 ::sync_core::api::AsInfraRef::as_infra_ref(&#var #(.#members)*)
             };
             quote! {
-                fn infra_ref(capi: &#capi) -> #ret {
+                fn infra_ref(#var: &#capi) -> #ret {
                     #call
                 }
             }
@@ -84,7 +85,7 @@ fn hooks(ident: &Ident, hooks: &Hooks) -> TokenStream {
             let ident = Ident::new(&ident.to_string(), *span);
             quote_spanned! {*span=>
                 const _: () = {
-                    const fn assert_custom_hooks<T: ::sync_core::SyncHooks<T>>() {}
+                    const fn assert_custom_hooks<T: ::sync_core::SyncPair + ::sync_core::SyncHooks<T>>() {}
                     assert_custom_hooks::<#ident>()
                 };
             }
@@ -162,7 +163,7 @@ mod tests {
                 }
             }
             const _: () = {
-                const fn assert_custom_hooks<T: ::sync_core::SyncHooks<T>>() {}
+                const fn assert_custom_hooks<T: ::sync_core::SyncPair + ::sync_core::SyncHooks<T>>() {}
                 assert_custom_hooks::<W>()
             };
         };

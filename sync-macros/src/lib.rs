@@ -140,7 +140,7 @@ fn sync_controller_impl(
     };
     let generated = match model::Pair::new(attrs::Args::parse(args), &parsed) {
         Ok(pair) => expand::expand(&pair),
-        Err(err) => err.write_errors(),
+        Err(errors) => errors.to_compile_error(),
     };
     quote::quote! {
         #item

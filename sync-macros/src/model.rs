@@ -1,12 +1,11 @@
 //! Stage 2: check the parsed arguments and the annotated item, and build the [`Pair`]
 //! that code generation reads. Every error is collected, so one compile shows them all.
 
-use darling::{Error, Result};
 use proc_macro2::Span;
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::{Fields, Ident, Item, ItemStruct, Member, Path};
 
-use crate::attrs::{self, Args};
+use crate::attrs::{self, Args, Policy, Value};
 
 /// A validated `#[sync_controller]` declaration.
 #[derive(Debug)]
@@ -47,44 +46,104 @@ pub(crate) enum Hooks {
 
 const EXPECTED_ITEM: &str = "#[sync_controller] goes on a unit struct or a struct with named fields, such as `pub struct MachineSync;`";
 
+/// The errors found so far, combined into one `syn::Error` that reports each at its span.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(errors) => errors.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    /// The value, or `None` with its error recorded.
+    fn take<T>(&mut self, value: Value<T>) -> Option<T> {
+        value.map_err(|error| self.push(error)).ok()
+    }
+
+    /// An optional value: `Some(None)` when absent, `None` when malformed.
+    fn take_opt<T>(&mut self, value: Option<Value<T>>) -> Option<Option<T>> {
+        match value {
+            None => Some(None),
+            Some(value) => self.take(value).map(Some),
+        }
+    }
+}
+
 impl Pair {
-    /// Validates the parsed arguments (or their parse errors) against the annotated item.
-    pub(crate) fn new(args: Result<Args>, item: &Item) -> Result<Self> {
-        let mut errors = Error::accumulator();
-        let ident = errors.handle(check_item(item));
-        let args = errors.handle(args);
-        let name = match args.as_ref().and_then(|args| args.name.as_ref()) {
-            Some(attrs::Name(lit)) => errors.handle(check_name(&lit.value()).map_err(|e| e.with_span(lit))),
-            None => ident.as_ref().map(|ident| kebab_case(&ident.to_string())),
+    /// Validates the parsed arguments (or darling's key errors) against the annotated item.
+    pub(crate) fn new(args: darling::Result<Args>, item: &Item) -> syn::Result<Self> {
+        let mut errors = Errors::default();
+        let ident = errors.take(check_item(item));
+        let args = args.map_err(|error| errors.push(error.into())).ok();
+        let pair = args.and_then(|args| errors.pair(args, ident));
+        match (pair, errors.0) {
+            (Some(pair), None) => Ok(pair),
+            (_, Some(errors)) => Err(errors),
+            (None, None) => Err(syn::Error::new(Span::call_site(), EXPECTED_ITEM)),
+        }
+    }
+}
+
+impl Errors {
+    /// Checks every argument, recording each problem; the pair when all are fine.
+    fn pair(&mut self, args: Args, ident: Option<Ident>) -> Option<Pair> {
+        let mapi = self.required(
+            args.mapi,
+            "mapi",
+            "the Machine API kind, such as `mapi = mapi::Machine`",
+        );
+        let capi = self.required(
+            args.capi,
+            "capi",
+            "the Cluster API kind, such as `capi = capi::Machine`",
+        );
+        let infra_ref = self.take_opt(args.infra_ref.map(|path| path.0));
+        let capi_only = self.take_opt(args.capi_only.map(|policy| policy.0));
+        let name = match self.take_opt(args.name.map(|name| name.0)) {
+            Some(Some(lit)) => self.take(check_name(&lit)),
+            Some(None) => ident.as_ref().map(|ident| kebab_case(&ident.to_string())),
+            None => None,
         };
-        let (Some(ident), Some(args), Some(name)) = (ident, args, name) else {
-            // Something above failed and was recorded: `finish` returns it.
-            return Err(errors
-                .finish()
-                .err()
-                .unwrap_or_else(|| Error::custom(EXPECTED_ITEM)));
-        };
-        errors.finish_with(Self {
-            ident,
-            mapi: args.mapi.0,
-            capi: args.capi.0,
-            infra_ref: args.infra_ref.map(|path| path.0),
-            capi_only: match args.capi_only {
-                None | Some(attrs::CapiOnly::Ignore) => CapiOnly::Ignore,
-                Some(attrs::CapiOnly::MirrorIfOwnerMirrored(owner)) => CapiOnly::MirrorIfOwnerMirrored(owner),
+        let hooks = self.take_opt(args.custom_hooks.map(|flag| flag.0));
+        Some(Pair {
+            ident: ident?,
+            mapi: mapi?,
+            capi: capi?,
+            infra_ref: infra_ref?,
+            capi_only: match capi_only? {
+                None | Some(Policy::Ignore) => CapiOnly::Ignore,
+                Some(Policy::MirrorIfOwnerMirrored(owner)) => CapiOnly::MirrorIfOwnerMirrored(owner),
             },
-            name,
-            hooks: if args.custom_hooks.is_present() {
-                Hooks::Custom(args.custom_hooks.span())
-            } else {
-                Hooks::Stubs
-            },
+            name: name?,
+            hooks: hooks?.map_or(Hooks::Stubs, Hooks::Custom),
         })
+    }
+
+    fn required(&mut self, value: Option<attrs::TypePath>, key: &str, what: &str) -> Option<Path> {
+        match value {
+            Some(path) => self.take(path.0),
+            None => {
+                self.push(syn::Error::new(
+                    Span::call_site(),
+                    format!("missing `{key} = <type path>`: {what}"),
+                ));
+                None
+            }
+        }
     }
 }
 
 /// The item must be a non-generic unit struct or struct with named fields.
-fn check_item(item: &Item) -> Result<Ident> {
+fn check_item(item: &Item) -> Value<Ident> {
+    let not_a = |what: &str, keyword: &dyn ToTokens, ident: &Ident| {
+        Err(syn::Error::new_spanned(
+            quote!(#keyword #ident),
+            format!("{EXPECTED_ITEM}, not {what}"),
+        ))
+    };
     let ItemStruct {
         ident,
         generics,
@@ -92,59 +151,48 @@ fn check_item(item: &Item) -> Result<Ident> {
         ..
     } = match item {
         Item::Struct(item) => item,
-        Item::Enum(item) => {
-            let (token, ident) = (&item.enum_token, &item.ident);
-            return Err(not_a_struct("an enum").with_span(&quote!(#token #ident)));
-        }
-        Item::Union(item) => {
-            let (token, ident) = (&item.union_token, &item.ident);
-            return Err(not_a_struct("a union").with_span(&quote!(#token #ident)));
-        }
-        Item::Fn(item) => {
-            let sig = &item.sig;
-            let (token, ident) = (&sig.fn_token, &sig.ident);
-            return Err(not_a_struct("a function").with_span(&quote!(#token #ident)));
-        }
-        other => return Err(Error::custom(EXPECTED_ITEM).with_span(other)),
+        Item::Enum(item) => return not_a("an enum", &item.enum_token, &item.ident),
+        Item::Union(item) => return not_a("a union", &item.union_token, &item.ident),
+        Item::Fn(item) => return not_a("a function", &item.sig.fn_token, &item.sig.ident),
+        other => return Err(syn::Error::new_spanned(other, EXPECTED_ITEM)),
     };
-    let mut errors = Error::accumulator();
+    let mut errors = Errors::default();
     if let Fields::Unnamed(fields) = fields {
-        errors.push(
-            Error::custom(format!(
-                "{EXPECTED_ITEM}, not a tuple struct; name the fields or make it `struct {ident};`"
-            ))
-            .with_span(fields),
-        );
+        errors.push(syn::Error::new_spanned(
+            fields,
+            format!("{EXPECTED_ITEM}, not a tuple struct; name the fields or make it `struct {ident};`"),
+        ));
     }
     if !generics.params.is_empty() || generics.where_clause.is_some() {
-        errors.push(
-            Error::custom(
-                "#[sync_controller] declares one concrete pair: the struct cannot have generic \
-                 parameters or a where clause",
-            )
-            .with_span(generics),
-        );
+        errors.push(syn::Error::new_spanned(
+            generics,
+            "#[sync_controller] declares one concrete pair: the struct cannot have generic \
+             parameters or a where clause",
+        ));
     }
-    errors.finish_with(ident.clone())
-}
-
-fn not_a_struct(what: &str) -> Error {
-    Error::custom(format!("{EXPECTED_ITEM}, not {what}"))
+    match errors.0 {
+        Some(errors) => Err(errors),
+        None => Ok(ident.clone()),
+    }
 }
 
 /// A name must read well in logs, metric labels and Event sources: lowercase ASCII words
 /// joined by `-`.
-fn check_name(name: &str) -> Result<String> {
+fn check_name(lit: &syn::LitStr) -> Value<String> {
+    let name = lit.value();
     let words_ok = name
         .split('-')
         .all(|word| !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
     if words_ok && name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        Ok(name.to_owned())
+        Ok(name)
     } else {
-        Err(Error::custom(format!(
-            "invalid name {name:?}: use lowercase letters, digits and single `-` between words, \
+        Err(syn::Error::new_spanned(
+            lit,
+            format!(
+                "invalid name {name:?}: use lowercase letters, digits and single `-` between words, \
              starting with a letter, such as \"machine-sync\""
-        )))
+            ),
+        ))
     }
 }
 
@@ -181,8 +229,15 @@ mod tests {
 
     use super::*;
 
-    fn pair(args: proc_macro2::TokenStream, item: Item) -> Result<Pair> {
+    fn pair(args: proc_macro2::TokenStream, item: Item) -> syn::Result<Pair> {
         Pair::new(Args::parse(args), &item)
+    }
+
+    fn errors(args: proc_macro2::TokenStream, item: Item) -> Vec<String> {
+        match pair(args, item) {
+            Ok(pair) => panic!("accepted: {pair:?}"),
+            Err(err) => err.into_iter().map(|e| e.to_string()).collect(),
+        }
     }
 
     #[test]
@@ -197,15 +252,16 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(check_name("machine-sync").is_ok());
-        assert!(check_name("m2").is_ok());
+        let check = |name: &str| check_name(&syn::LitStr::new(name, Span::call_site()));
+        assert!(check("machine-sync").is_ok());
+        assert!(check("m2").is_ok());
         for bad in ["", "Machine", "machine_sync", "-m", "m-", "m--s", "2m", "m s"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
+            assert!(check(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
-    fn defaults() -> Result<()> {
+    fn defaults() -> syn::Result<()> {
         let pair = pair(
             quote!(mapi = A, capi = B),
             parse_quote!(
@@ -220,40 +276,48 @@ mod tests {
     }
 
     #[test]
-    fn named_fields_are_fine() -> Result<()> {
+    fn named_fields_are_fine() -> syn::Result<()> {
         let item = parse_quote!(
             struct S {
                 retries: u32,
             }
         );
-        pair(quote!(mapi = A, capi = B, name = "s"), item).map(|_| ())
+        pair(quote!(mapi = A, capi = B, name = "s", custom_hooks), item).map(|_| ())
     }
 
     #[test]
     fn item_and_argument_errors_are_reported_together() {
-        let item = parse_quote!(
-            struct S<T>(T);
+        let errors = errors(
+            quote!(capi = "B", name = "Bad", capi_only = always),
+            parse_quote!(
+                struct S<T>(T);
+            ),
         );
-        let Err(err) = pair(quote!(capi = B, name = "Bad"), item) else {
-            panic!("accepted");
-        };
-        let msg = err.to_string();
-        assert!(msg.contains("tuple struct"), "{msg}");
-        assert!(msg.contains("generic"), "{msg}");
-        assert!(msg.contains("Missing field `mapi`"), "{msg}");
+        let expected = [
+            "not a tuple struct",
+            "cannot have generic parameters",
+            "missing `mapi = <type path>`",
+            "found a string literal",
+            "unknown CAPI-only policy `always`",
+            "invalid name \"Bad\"",
+        ];
+        assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+        for (error, expected) in errors.iter().zip(expected) {
+            assert!(error.contains(expected), "{error} should contain {expected}");
+        }
     }
 
     #[test]
-    fn invalid_name_is_reported_with_other_errors() {
-        let Err(err) = pair(
-            quote!(mapi = A, capi = B, name = "Bad"),
+    fn darling_key_errors_are_reported_with_item_errors() {
+        let errors = errors(
+            quote!(mapi = A, capi = B, mapi = C),
             parse_quote!(
-                struct S;
+                enum E {}
             ),
-        ) else {
-            panic!("accepted");
-        };
-        assert!(err.to_string().contains("invalid name \"Bad\""));
+        );
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(errors[0].contains("not an enum"));
+        assert!(errors[1].contains("Duplicate field `mapi`"));
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! A MachineHealthCheck pair: the example of sync-macros/ADDING_A_PAIR.md.
+use sync_macros::sync_controller;
+
+/// Step 1: the Machine API kind, with `status.authoritativeAPI`.
+pub mod mapi {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use sync_core::MapiObject;
+    use sync_core::api::AuthoritativeApi;
+
+    /// Desired state of a Machine API MachineHealthCheck.
+    #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+    #[kube(
+        group = "machine.openshift.io",
+        version = "v1beta1",
+        kind = "MachineHealthCheck",
+        namespaced,
+        status = "MachineHealthCheckStatus"
+    )]
+    #[serde(rename_all = "camelCase")]
+    pub struct MachineHealthCheckSpec {
+        /// How many machines may be unhealthy before remediation stops (`40%`).
+        pub max_unhealthy: Option<String>,
+    }
+
+    /// Observed state of a Machine API MachineHealthCheck.
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    pub struct MachineHealthCheckStatus {
+        /// Which API is authoritative.
+        pub authoritative_api: Option<AuthoritativeApi>,
+    }
+
+    // Step 2: tell the engine where the authoritative API is.
+    impl MapiObject for MachineHealthCheck {
+        fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
+            self.status.as_ref()?.authoritative_api.as_ref()
+        }
+    }
+}
+
+/// Step 1, continued: the Cluster API kind.
+pub mod capi {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Desired state of a Cluster API MachineHealthCheck.
+    #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+    #[kube(
+        group = "cluster.x-k8s.io",
+        version = "v1beta2",
+        kind = "MachineHealthCheck",
+        namespaced
+    )]
+    #[serde(rename_all = "camelCase")]
+    pub struct MachineHealthCheckSpec {
+        /// The cluster the checked machines belong to.
+        pub cluster_name: String,
+    }
+}
+
+// Step 3: declare the pair.
+/// Mirrors Machine API and Cluster API MachineHealthChecks.
+#[sync_controller(mapi = mapi::MachineHealthCheck, capi = capi::MachineHealthCheck)]
+pub struct MachineHealthCheckSync;
+
+fn main() {
+    use sync_core::{CapiOnly, SyncPair};
+
+    assert_eq!(MachineHealthCheckSync::NAME, "machine-health-check-sync");
+    assert_eq!(MachineHealthCheckSync::CAPI_ONLY, CapiOnly::Ignore);
+}
