@@ -27,23 +27,13 @@
 //! assert_eq!(MachineSync::CAPI_ONLY, CapiOnly::MirrorIfOwnerMirrored);
 //! ```
 //!
-//! It expands to the struct, unchanged, and:
+//! It expands to the struct, unchanged, and this (`tests/expanded/machine_sync.rs`, which
+//! a unit test keeps equal to the macro's output and this doctest compiles):
 //!
-//! ```ignore
-//! impl ::sync_core::SyncPair for MachineSync {
-//!     type Mapi = mapi::Machine;
-//!     type Capi = capi::Machine;
-//!     type OwnerMirror = mapi::MachineSet;
-//!     const NAME: &'static str = "machine-sync";
-//!     const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::MirrorIfOwnerMirrored;
-//!     fn infra_ref(capi: &capi::Machine) -> ::core::result::Result<
-//!         ::core::option::Option<::sync_core::api::InfraRef>,
-//!         ::sync_core::api::MalformedRef,
-//!     > {
-//!         ::sync_core::api::AsInfraRef::as_infra_ref(&capi.spec.infrastructure_ref)
-//!     }
-//! }
-//! impl ::sync_core::SyncHooks<MachineSync> for MachineSync {}
+//! ```
+//! # use sync_core::api::{capi, mapi};
+//! # pub struct MachineSync;
+#![doc = include_str!("../tests/expanded/machine_sync.rs")]
 //! ```
 //!
 //! The crate that declares a pair depends on `sync-core` under its own name (`sync_core`):
@@ -109,12 +99,16 @@
 //! a value of the wrong shape (such as a quoted type), an unknown CAPI-only policy, an
 //! invalid `name`, and an item that is not a plain non-generic struct. A field path that
 //! names no field, or a field that is not an infrastructure reference, is reported by the
-//! compiler on the `infra_ref` value. `tests/ui/fail` holds one case for each.
+//! compiler on the `infra_ref` value; a `mapi` type that is not a `MapiObject`, on the
+//! `mapi` value; a missing hooks impl, on `custom_hooks`. `tests/ui/fail` holds a case,
+//! with its exact message, for each.
 //!
 //! # Layout
 //!
-//! Three stages, like `serde_derive`: `attrs` parses the arguments (darling), `model`
-//! checks them with the item and builds the validated pair, `expand` generates the code.
+//! Three stages, like `serde_derive`: `attrs` parses the arguments (darling: keys,
+//! duplicates, suggestions; each value's shape), `model` checks them with the item and
+//! builds the validated pair, `expand` generates the code. Malformed values are kept as
+//! errors spanned on all of their tokens, so one compile reports every mistake.
 
 mod attrs;
 mod expand;
