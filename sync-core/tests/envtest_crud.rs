@@ -396,7 +396,7 @@ async fn crd_lifecycle_and_discovery() -> TestResult {
     namespaces.delete("gone", &DeleteParams::default()).await?;
     let status = api_error(cms.get("c").await)?;
     assert_eq!(status.code, 404);
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(Duration::from_secs(5), async {
         while namespaces.get_opt("gone").await.ok().flatten().is_some() {
             tokio::task::yield_now().await;
         }

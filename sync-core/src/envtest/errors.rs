@@ -22,6 +22,13 @@ pub struct ApiError {
     pub reason: String,
     /// Human readable message.
     pub message: String,
+    /// `details` (boxed to keep `Result<_, ApiError>` small).
+    pub details: Box<Details>,
+}
+
+/// `metav1.StatusDetails`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
     /// `details.name`.
     pub name: Option<String>,
     /// `details.group`.
@@ -44,18 +51,14 @@ impl ApiError {
             code,
             reason: reason.to_string(),
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            causes: Vec::new(),
-            retry_after: None,
+            details: Box::default(),
         }
     }
 
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.group = Some(group.to_string());
-        self.kind = Some(kind.to_string());
-        self.name = Some(name.to_string());
+        self.details.group = Some(group.to_string());
+        self.details.kind = Some(kind.to_string());
+        self.details.name = Some(name.to_string());
         self
     }
 
@@ -122,7 +125,7 @@ impl ApiError {
             )
         };
         let mut error = Self::new(422, "Invalid", message).with_details(group, kind, name);
-        error.causes = causes;
+        error.details.causes = causes;
         error
     }
 
@@ -210,26 +213,27 @@ impl ApiError {
             "code": self.code,
         });
         let mut details = serde_json::Map::new();
-        if let Some(name) = &self.name {
+        if let Some(name) = &self.details.name {
             details.insert("name".into(), json!(name));
         }
-        if let Some(group) = &self.group
+        if let Some(group) = &self.details.group
             && !group.is_empty()
         {
             details.insert("group".into(), json!(group));
         }
-        if let Some(kind) = &self.kind {
+        if let Some(kind) = &self.details.kind {
             details.insert("kind".into(), json!(kind));
         }
-        if !self.causes.is_empty() {
+        if !self.details.causes.is_empty() {
             let causes: Vec<Value> = self
+                .details
                 .causes
                 .iter()
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
-        if let Some(retry) = self.retry_after {
+        if let Some(retry) = self.details.retry_after {
             details.insert("retryAfterSeconds".into(), json!(retry));
         }
         if !details.is_empty()

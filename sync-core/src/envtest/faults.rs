@@ -78,7 +78,7 @@ impl Faults {
         };
         let mut error = ApiError::new(code, reason, format!("injected fault: {reason}"));
         if code == 429 || code == 503 {
-            error.retry_after = Some(1);
+            error.details.retry_after = Some(1);
         }
         self.fail_with(verb, resource, error, times);
     }

@@ -65,7 +65,7 @@ pub fn json_response(code: u16, value: &Value) -> Response<Body> {
 /// An error response with a Status body.
 pub fn error_response(error: &ApiError) -> Response<Body> {
     let mut response = json_response(error.code, &error.to_status());
-    if let Some(retry) = error.retry_after
+    if let Some(retry) = error.details.retry_after
         && let Ok(value) = header::HeaderValue::from_str(&retry.to_string())
     {
         response.headers_mut().insert(header::RETRY_AFTER, value);
@@ -215,10 +215,7 @@ fn verb_of(
 ) -> ApiResult<&'static str> {
     let collection = path.name.is_none();
     if let Some(sub) = &path.subresource {
-        let known = match sub.as_str() {
-            "status" | "scale" => true,
-            _ => false,
-        };
+        let known = matches!(sub.as_str(), "status" | "scale");
         if !known {
             return Err(ApiError::no_resource());
         }
@@ -435,7 +432,7 @@ impl Ctx<'_> {
             {
                 break;
             }
-            if !filtered && !(labels.matches(object) && fields.matches(object)) {
+            if !(filtered || labels.matches(object) && fields.matches(object)) {
                 continue;
             }
             if limit > 0 && items.len() == limit {
@@ -487,12 +484,12 @@ impl Ctx<'_> {
                     "Too large resource version: {wanted}, current: {}",
                     self.shared.store.read().rv
                 ));
-                error.causes.push(super::errors::Cause {
+                error.details.causes.push(super::errors::Cause {
                     reason: "ResourceVersionTooLarge".into(),
                     message: "Too large resource version".into(),
                     field: String::new(),
                 });
-                error.retry_after = Some(1);
+                error.details.retry_after = Some(1);
                 Err(error)
             }
         }

@@ -525,10 +525,8 @@ pub fn update(
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));
     }
-    if key == CRD_KEY {
-        if endpoint == Endpoint::Main {
-            prepare_crd(state, &mut new, name, Some(&old))?;
-        }
+    if key == CRD_KEY && endpoint == Endpoint::Main {
+        prepare_crd(state, &mut new, name, Some(&old))?;
     }
     admission::admit(info, &mut new, Some(&old))?;
     if new == *old {
