@@ -184,6 +184,16 @@ where
             )],
         ));
     }
+    if matches!(verb, "create" | "update")
+        && let Some(media) = content_type.as_deref()
+    {
+        let media = media.split(';').next().unwrap_or_default().trim();
+        if !media.is_empty() && media != "application/json" && media != "*/*" {
+            return Err(ApiError::unsupported_media_type(
+                "application/json, application/yaml",
+            ));
+        }
+    }
     let ctx = Ctx {
         shared: &shared,
         info: &info,
