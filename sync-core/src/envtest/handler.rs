@@ -20,6 +20,7 @@ use super::request::{ResourcePath, Route, query};
 use super::resources::ResourceInfo;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::store::Store;
+use super::view::View;
 use super::watch;
 
 /// Response body type of the server.
@@ -140,6 +141,12 @@ where
         .get(header::CONTENT_TYPE)
         .and_then(|h| h.to_str().ok())
         .map(String::from);
+    let view = View::negotiate(
+        request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|h| h.to_str().ok()),
+    )?;
     let registry = shared.store.read().registry.clone();
     let info = registry
         .get(&path.group, &path.version, &path.resource)
@@ -201,6 +208,7 @@ where
         name: path.name.clone().unwrap_or_default(),
         params: &params,
         dry_run,
+        view,
     };
     match (verb, path.subresource.as_deref()) {
         ("list", _) => ctx.list().await,
@@ -311,6 +319,7 @@ struct Ctx<'a> {
     name: String,
     params: &'a HashMap<String, String>,
     dry_run: bool,
+    view: View,
 }
 
 /// The continue token of a paginated list.
@@ -327,12 +336,12 @@ impl Ctx<'_> {
     }
 
     fn object(&self, value: &Arc<Value>) -> Value {
-        objects::present(self.info, value).as_ref().clone()
+        self.view
+            .object(objects::present(self.info, value).as_ref().clone())
     }
 
     fn respond(&self, code: u16, value: &Arc<Value>) -> ApiResult<Response<Body>> {
-        let presented = objects::present(self.info, value);
-        Ok(json_response(code, presented.as_ref()))
+        Ok(json_response(code, &self.object(value)))
     }
 
     fn get(&self) -> ApiResult<Response<Body>> {
@@ -473,11 +482,12 @@ impl Ctx<'_> {
             }
         }
         let items: Vec<Value> = items.iter().map(|o| self.object(o)).collect();
+        let (kind, api_version) = self.view.list_type(&self.info.list_kind, self.info.api_version());
         Ok(json_response(
             200,
             &json!({
-                "kind": self.info.list_kind,
-                "apiVersion": self.info.api_version(),
+                "kind": kind,
+                "apiVersion": api_version,
                 "metadata": metadata,
                 "items": items,
             }),
@@ -514,6 +524,7 @@ impl Ctx<'_> {
             labels,
             fields,
             params: self.params,
+            view: self.view,
         })
     }
 

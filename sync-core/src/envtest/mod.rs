@@ -37,6 +37,7 @@ pub mod server;
 pub mod store;
 pub mod tls;
 pub mod validation;
+pub mod view;
 pub mod watch;
 
 pub use auth::User;

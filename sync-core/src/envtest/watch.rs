@@ -19,6 +19,7 @@ use super::objects;
 use super::resources::ResourceInfo;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::store::{Event, EventType};
+use super::view::View;
 
 /// Everything a watch needs.
 pub struct WatchRequest<'a> {
@@ -34,6 +35,8 @@ pub struct WatchRequest<'a> {
     pub fields: FieldSelector,
     /// Query parameters.
     pub params: &'a HashMap<String, String>,
+    /// How objects are shown.
+    pub view: View,
 }
 
 struct Filter {
@@ -99,14 +102,15 @@ fn expired_line(wanted: u64, oldest: u64) -> Bytes {
     line("ERROR", &error.to_status())
 }
 
-fn bookmark(info: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+fn bookmark(info: &ResourceInfo, view: View, rv: u64, initial_end: bool) -> Bytes {
     let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
     if initial_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
+    let (kind, api_version) = view.object_type(&info.kind, info.api_version());
     line(
         "BOOKMARK",
-        &json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": metadata}),
+        &json!({"kind": kind, "apiVersion": api_version, "metadata": metadata}),
     )
 }
 
@@ -118,6 +122,7 @@ fn flag(params: &HashMap<String, String>, name: &str) -> bool {
 pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
     let params = request.params;
     let info = request.info;
+    let view = request.view;
     let send_initial = flag(params, "sendInitialEvents");
     let bookmarks = flag(params, "allowWatchBookmarks");
     let rv_param = params.get("resourceVersion").cloned().unwrap_or_default();
@@ -197,13 +202,13 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
             return;
         }
         for object in &initial {
-            let presented = objects::present(&info, object);
+            let presented = view.object(objects::present(&info, object).as_ref().clone());
             if tx.send(line("ADDED", &presented)).await.is_err() {
                 return;
             }
         }
         drop(initial);
-        if send_initial && tx.send(bookmark(&info, start_rv, true)).await.is_err() {
+        if send_initial && tx.send(bookmark(&info, view, start_rv, true)).await.is_err() {
             return;
         }
         let deadline = tokio::time::sleep(timeout);
@@ -223,7 +228,8 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
                     for event in events {
                         position = event.rv;
                         if let Some(kind) = filter.classify(&event) {
-                            let presented = objects::present(&info, &event.object);
+                            let presented =
+                                view.object(objects::present(&info, &event.object).as_ref().clone());
                             if tx.send(line(kind, &presented)).await.is_err() {
                                 return;
                             }
@@ -251,7 +257,7 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
                 _ = shutdown.changed() => return,
                 _ = &mut deadline => return,
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(bookmark(&info, position, false)).await.is_err() {
+                    if tx.send(bookmark(&info, view, position, false)).await.is_err() {
                         return;
                     }
                 }

@@ -257,6 +257,12 @@ impl ControllerHandle {
             None => (None, None),
         };
         let mut state = self.inner.lock();
+        if let Some(error) = malformed {
+            tracing::warn!(name = capi_name, %error, "malformed infrastructure reference");
+            let note = format!("{}/{capi_name}: {error}", self.inner.config.namespace);
+            self.inner
+                .warn(&state, self.id, capi_name, "InvalidInfrastructureReference", note);
+        }
         let old = state
             .controllers
             .get(self.id)
@@ -270,16 +276,6 @@ impl ControllerHandle {
         }
         if let Some(new) = new {
             self.inner.add_reference(&mut state, self.id, capi_name, new);
-        }
-        if let Some(error) = malformed {
-            tracing::warn!(name = capi_name, %error, "malformed infrastructure reference");
-            self.inner.warn(
-                &state,
-                self.id,
-                capi_name,
-                "InvalidInfrastructureReference",
-                error.to_string(),
-            );
         }
     }
 }

@@ -1,0 +1,715 @@
+//! The end-to-end sync suite: the real `MachineSync`/`MachineSetSync` wiring against an
+//! API server, observed through recording hooks (issue 4's scenarios, one test each).
+
+use std::time::Duration;
+
+use controllers::machine::MachineSync;
+use controllers::machine_set::MachineSetSync;
+use e2e::{Cluster, Controllers, INFRA_GROUP, TestResult, WAIT, infra_crd, init_logging};
+use kube::ResourceExt;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use sync_core::api::{GroupKind, MACHINESET_LABEL, mapi};
+use sync_core::infra::WatchStatus;
+use sync_core::observe::Outcome;
+use sync_core::testing::Hook;
+use sync_core::{Direction, Namespaces, SyncPair};
+
+const MACHINES: &str = <MachineSync as SyncPair>::NAME;
+const MACHINE_SETS: &str = <MachineSetSync as SyncPair>::NAME;
+const DEV: &str = "DevMachine";
+const DEV_TEMPLATE: &str = "DevMachineTemplate";
+const AWS: &str = "AWSMachine";
+const AWS_TEMPLATE: &str = "AWSMachineTemplate";
+
+/// A cluster with the Dev (contract label, two versions) and AWS (discovery only) kinds.
+async fn cluster_with_infra_kinds() -> TestResult<Cluster> {
+    init_logging();
+    let cluster = Cluster::start().await?;
+    cluster
+        .install_crd(&infra_crd(DEV, &["v1beta1", "v1beta2"], Some("v1beta1_v1beta2")))
+        .await?;
+    cluster
+        .install_crd(&infra_crd(
+            DEV_TEMPLATE,
+            &["v1beta1", "v1beta2"],
+            Some("v1beta1_v1beta2"),
+        ))
+        .await?;
+    cluster.install_crd(&infra_crd(AWS, &["v1beta2"], None)).await?;
+    cluster
+        .install_crd(&infra_crd(AWS_TEMPLATE, &["v1beta2"], None))
+        .await?;
+    Ok(cluster)
+}
+
+/// Waits until `controller` has reconciled `name` with `outcome`.
+async fn reconciled(controllers: &Controllers, controller: &str, name: &str, outcome: Outcome) -> TestResult {
+    controllers
+        .observer
+        .wait_for(WAIT, |r| {
+            r.controller == controller && r.name == name && r.outcome == outcome
+        })
+        .await?;
+    Ok(())
+}
+
+fn skipped(reason: &'static str) -> Outcome {
+    Outcome::Skipped(reason)
+}
+
+#[tokio::test]
+async fn s01_machine_api_authoritative_syncs_mapi_to_capi_with_both_cached_objects() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+
+    // Without a CAPI mirror.
+    cluster.create_mapi_machine("alone", Some("MachineAPI")).await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "alone" && c.hook == Hook::MapiToCapi)
+        .await?;
+    assert!(call.objects.capi.is_none());
+    assert_eq!(
+        call.objects.mapi.as_ref().map(|m| m.name_any()).as_deref(),
+        Some("alone")
+    );
+
+    // With a CAPI mirror: both objects as cached.
+    cluster
+        .create_capi_machine("paired", (DEV, "paired"), None)
+        .await?;
+    let mapi = cluster.create_mapi_machine("paired", Some("MachineAPI")).await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "paired"
+                && c.hook == Hook::MapiToCapi
+                && c.objects.capi.is_some()
+                && c.objects
+                    .mapi
+                    .as_ref()
+                    .is_some_and(|m| m.resource_version() == mapi.resource_version())
+        })
+        .await?;
+    let capi = call.objects.capi.as_ref().ok_or("no capi")?;
+    assert_eq!(
+        capi.namespace().as_deref(),
+        Some(cluster.namespaces.capi.as_str())
+    );
+    assert_eq!(call.objects.infra_ref().map(|r| r.kind.as_str()), Some(DEV));
+    assert!(
+        controllers
+            .machines
+            .calls()
+            .iter()
+            .all(|c| c.hook == Hook::MapiToCapi)
+    );
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s02_cluster_api_authoritative_syncs_capi_to_mapi() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster
+        .create_capi_machine("worker", (DEV, "worker"), None)
+        .await?;
+    cluster.create_mapi_machine("worker", Some("ClusterAPI")).await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "worker" && c.hook == Hook::CapiToMapi && c.objects.mapi.is_some()
+        })
+        .await?;
+    assert!(call.objects.capi.is_some());
+    assert!(
+        controllers
+            .machines
+            .calls()
+            .iter()
+            .all(|c| c.hook != Hook::MapiToCapi)
+    );
+
+    // MachineSets switch the same way.
+    cluster
+        .create_capi_machine_set("set", (DEV_TEMPLATE, "set"))
+        .await?;
+    cluster.create_mapi_machine_set("set", Some("ClusterAPI")).await?;
+    controllers
+        .machine_sets
+        .wait_for(WAIT, |c| {
+            c.objects.name == "set" && c.hook == Hook::CapiToMapi && c.objects.mapi.is_some()
+        })
+        .await?;
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s03_migrating_empty_and_unknown_authority_run_no_hook() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster
+        .create_mapi_machine("migrating", Some("Migrating"))
+        .await?;
+    cluster.create_mapi_machine("empty", None).await?;
+    cluster.create_mapi_machine("unknown", Some("Kubelet")).await?;
+
+    reconciled(&controllers, MACHINES, "migrating", skipped("migrating")).await?;
+    reconciled(&controllers, MACHINES, "empty", skipped("no_authority")).await?;
+    reconciled(&controllers, MACHINES, "unknown", skipped("unknown_authority")).await?;
+    let note = cluster
+        .wait_for_warning(&cluster.namespaces.mapi, "UnknownAuthoritativeAPI", "unknown")
+        .await?;
+    assert!(note.contains("Kubelet"), "{note}");
+    assert!(
+        controllers.machines.calls().is_empty(),
+        "{:?}",
+        controllers.machines.calls()
+    );
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s04_capi_only_machine_set_runs_no_hook() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster
+        .create_capi_machine_set("capi-only", (DEV_TEMPLATE, "capi-only"))
+        .await?;
+    reconciled(
+        &controllers,
+        MACHINE_SETS,
+        "capi-only",
+        skipped("capi_only_ignored"),
+    )
+    .await?;
+    assert!(controllers.machine_sets.calls().is_empty());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s05_capi_only_machine_of_a_mirrored_machine_set_syncs_to_mapi() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_mapi_machine_set("set", Some("ClusterAPI")).await?;
+    let set = cluster
+        .create_capi_machine_set("set", (DEV_TEMPLATE, "set"))
+        .await?;
+    cluster
+        .create_capi_machine("set-abc12", (DEV, "set-abc12"), Some(&set))
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "set-abc12" && c.hook == Hook::CapiToMapi
+        })
+        .await?;
+    assert!(call.objects.mapi.is_none(), "the mirror does not exist yet");
+    assert!(call.objects.capi.is_some());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s06_capi_only_machine_syncs_once_its_machine_set_gets_a_mirror() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    let set = cluster
+        .create_capi_machine_set("set", (DEV_TEMPLATE, "set"))
+        .await?;
+    cluster
+        .create_capi_machine("set-xyz", (DEV, "set-xyz"), Some(&set))
+        .await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "set-xyz",
+        skipped("capi_only_owner_not_mirrored"),
+    )
+    .await?;
+    assert!(controllers.machines.calls_for("set-xyz").is_empty());
+
+    // Only the MAPI MachineSet appears; nothing else changes.
+    cluster.create_mapi_machine_set("set", None).await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "set-xyz" && c.hook == Hook::CapiToMapi
+        })
+        .await?;
+    assert!(call.objects.mapi.is_none());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s07_capi_only_machine_without_owner_runs_no_hook() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster
+        .create_capi_machine("orphan", (DEV, "orphan"), None)
+        .await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "orphan",
+        skipped("capi_only_owner_not_mirrored"),
+    )
+    .await?;
+    assert!(controllers.machines.calls().is_empty());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s08_deleting_either_object_runs_the_deletion_hook_with_it() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    let finalizer = json!({ "metadata": { "finalizers": ["e2e.test/hold"] } });
+
+    // The MAPI object is deleted (MAPI authoritative).
+    cluster
+        .create_mapi_machine("mapi-gone", Some("MachineAPI"))
+        .await?;
+    cluster
+        .mapi_machines()
+        .patch("mapi-gone", &PatchParams::default(), &Patch::Merge(&finalizer))
+        .await?;
+    cluster
+        .mapi_machines()
+        .delete("mapi-gone", &DeleteParams::default())
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "mapi-gone" && c.hook == Hook::Deletion(Direction::MapiToCapi)
+        })
+        .await?;
+    let deleting = call.objects.mapi.as_ref().ok_or("no mapi")?;
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+
+    // The CAPI object is deleted (Cluster API authoritative).
+    cluster
+        .create_capi_machine("capi-gone", (DEV, "capi-gone"), None)
+        .await?;
+    cluster
+        .create_mapi_machine("capi-gone", Some("ClusterAPI"))
+        .await?;
+    cluster
+        .capi_machines()
+        .patch("capi-gone", &PatchParams::default(), &Patch::Merge(&finalizer))
+        .await?;
+    cluster
+        .capi_machines()
+        .delete("capi-gone", &DeleteParams::default())
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "capi-gone" && c.hook == Hook::Deletion(Direction::CapiToMapi)
+        })
+        .await?;
+    let deleting = call.objects.capi.as_ref().ok_or("no capi")?;
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s09_same_named_objects_in_other_namespaces_trigger_nothing() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    let elsewhere = Namespaces {
+        mapi: format!("{}-other", cluster.namespaces.mapi),
+        capi: format!("{}-other", cluster.namespaces.capi),
+    };
+    cluster.create_namespace(&elsewhere.mapi).await?;
+    cluster.create_namespace(&elsewhere.capi).await?;
+    let other_mapi: kube::Api<mapi::Machine> = kube::Api::namespaced(cluster.client.clone(), &elsewhere.mapi);
+    other_mapi
+        .create(
+            &PostParams::default(),
+            &mapi::Machine::new("ghost", Default::default()),
+        )
+        .await?;
+    let other_capi: kube::Api<sync_core::api::capi::Machine> =
+        kube::Api::namespaced(cluster.client.clone(), &elsewhere.capi);
+    let ghost = sync_core::api::capi::Machine::new("ghost-capi", e2e::capi_machine_spec((DEV, "ghost-capi")));
+    other_capi.create(&PostParams::default(), &ghost).await?;
+
+    // Sentinels written after the ghosts on the same (namespaced) watches.
+    cluster
+        .create_mapi_machine("sentinel", Some("MachineAPI"))
+        .await?;
+    cluster
+        .create_capi_machine("sentinel-capi", (DEV, "sentinel-capi"), None)
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "sentinel")
+        .await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "sentinel-capi",
+        skipped("capi_only_owner_not_mirrored"),
+    )
+    .await?;
+    let ghosts: Vec<_> = controllers
+        .observer
+        .reconciles()
+        .into_iter()
+        .filter(|r| r.name.starts_with("ghost"))
+        .collect();
+    assert!(ghosts.is_empty(), "{ghosts:?}");
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s10_an_update_to_the_capi_object_reconciles_the_pair() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_mapi_machine("worker", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("worker", (DEV, "worker"), None)
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "worker" && c.objects.capi.is_some())
+        .await?;
+
+    let patch = json!({ "spec": { "providerID": "dev://worker" } });
+    let updated = cluster
+        .capi_machines()
+        .patch("worker", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects
+                .capi
+                .as_ref()
+                .is_some_and(|m| m.resource_version() == updated.resource_version())
+        })
+        .await?;
+    // Keyed in the MAPI namespace: the MAPI object came with it.
+    assert_eq!(call.objects.name, "worker");
+    assert!(call.objects.mapi.is_some());
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s11_infrastructure_changes_reconcile_the_right_pairs() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    // Two kinds of InfraMachine, each referenced by its own Machine.
+    cluster.create_infra(DEV, "v1beta2", "dev-infra", &[]).await?;
+    cluster.create_infra(AWS, "v1beta2", "aws-infra", &[]).await?;
+    cluster
+        .create_mapi_machine("dev-machine", Some("MachineAPI"))
+        .await?;
+    cluster
+        .create_mapi_machine("aws-machine", Some("MachineAPI"))
+        .await?;
+    cluster
+        .create_capi_machine("dev-machine", (DEV, "dev-infra"), None)
+        .await?;
+    cluster
+        .create_capi_machine("aws-machine", (AWS, "aws-infra"), None)
+        .await?;
+    // An InfraMachineTemplate, labelled for its MachineSet.
+    cluster
+        .create_infra(
+            AWS_TEMPLATE,
+            "v1beta2",
+            "aws-template",
+            &[(MACHINESET_LABEL, "set")],
+        )
+        .await?;
+    cluster.create_mapi_machine_set("set", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine_set("set", (AWS_TEMPLATE, "aws-template"))
+        .await?;
+    wait_watching(&controllers, &[DEV, AWS, AWS_TEMPLATE]).await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "aws-machine" && c.objects.infra.is_some()
+        })
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "dev-machine" && c.objects.infra.is_some()
+        })
+        .await?;
+    controllers
+        .machine_sets
+        .wait_for(WAIT, |c| c.objects.name == "set" && c.objects.infra.is_some())
+        .await?;
+
+    for (kind, name, machine) in [
+        (DEV, "dev-infra", "dev-machine"),
+        (AWS, "aws-infra", "aws-machine"),
+    ] {
+        let before = controllers.machines.calls().len();
+        cluster.touch_infra(kind, "v1beta2", name, 1).await?;
+        let changed = cluster.infra(kind, "v1beta2").get(name).await?;
+        let call = controllers
+            .machines
+            .wait_for(WAIT, |c| {
+                c.objects
+                    .infra
+                    .as_ref()
+                    .is_some_and(|i| i.resource_version() == changed.resource_version())
+            })
+            .await?;
+        assert_eq!(call.objects.name, machine);
+        let after: Vec<_> = controllers.machines.calls().into_iter().skip(before).collect();
+        assert!(after.iter().all(|c| c.objects.name == machine), "{after:?}");
+    }
+
+    cluster
+        .touch_infra(AWS_TEMPLATE, "v1beta2", "aws-template", 1)
+        .await?;
+    let changed = cluster.infra(AWS_TEMPLATE, "v1beta2").get("aws-template").await?;
+    let call = controllers
+        .machine_sets
+        .wait_for(WAIT, |c| {
+            c.objects
+                .infra
+                .as_ref()
+                .is_some_and(|i| i.resource_version() == changed.resource_version())
+        })
+        .await?;
+    assert_eq!(call.objects.name, "set");
+
+    // The whole object is one call away.
+    let ctx_object = controllers
+        .tracker
+        .fetch(call.objects.infra_ref().ok_or("no ref")?)
+        .await?;
+    assert_eq!(
+        ctx_object.map(|o| o.data["spec"]["generation"].clone()),
+        Some(json!(1))
+    );
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s12_an_infrastructure_crd_installed_later_is_watched_without_a_restart() -> TestResult {
+    init_logging();
+    let cluster = Cluster::start().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_mapi_machine("late", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("late", ("LateMachine", "late-infra"), None)
+        .await?;
+    let late = GroupKind {
+        group: INFRA_GROUP.into(),
+        kind: "LateMachine".into(),
+    };
+    wait_status(&controllers, &late, |s| matches!(s, Some(WatchStatus::Failed(_)))).await?;
+
+    cluster
+        .install_crd(&infra_crd("LateMachine", &["v1beta2"], Some("v1beta2")))
+        .await?;
+    wait_status(&controllers, &late, |s| {
+        matches!(s, Some(WatchStatus::Watching { .. }))
+    })
+    .await?;
+    cluster
+        .create_infra("LateMachine", "v1beta2", "late-infra", &[])
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "late" && c.objects.infra.is_some())
+        .await?;
+    assert_eq!(call.hook, Hook::MapiToCapi);
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s13_a_reference_to_a_missing_kind_warns_and_the_rest_keeps_working() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_mapi_machine("broken", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("broken", ("NoSuchMachine", "x"), None)
+        .await?;
+    let note = cluster
+        .wait_for_warning(
+            &cluster.namespaces.capi,
+            "InfrastructureKindUnavailable",
+            "broken",
+        )
+        .await?;
+    assert!(note.contains("NoSuchMachine"), "{note}");
+    // The pair itself still reconciles, and so does every other pair.
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "broken")
+        .await?;
+    cluster.create_mapi_machine("healthy", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("healthy", (DEV, "healthy"), None)
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "healthy" && c.objects.capi.is_some())
+        .await?;
+
+    // A malformed reference is reported too.
+    let mut malformed = sync_core::api::capi::Machine::new("malformed", e2e::capi_machine_spec((DEV, "m")));
+    malformed.spec.infrastructure_ref.kind = String::new();
+    cluster
+        .capi_machines()
+        .create(&PostParams::default(), &malformed)
+        .await?;
+    let note = cluster
+        .wait_for_warning(
+            &cluster.namespaces.capi,
+            "InvalidInfrastructureReference",
+            "malformed",
+        )
+        .await?;
+    assert!(note.contains("kind"), "{note}");
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s14_the_watch_stops_when_the_last_reference_goes_away() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_capi_machine("a", (AWS, "a"), None).await?;
+    cluster.create_capi_machine("b", (AWS, "b"), None).await?;
+    let aws = GroupKind {
+        group: INFRA_GROUP.into(),
+        kind: AWS.into(),
+    };
+    wait_status(&controllers, &aws, |s| {
+        matches!(s, Some(WatchStatus::Watching { .. }))
+    })
+    .await?;
+
+    cluster
+        .capi_machines()
+        .delete("a", &DeleteParams::default())
+        .await?;
+    // One reference is left ("a" is gone from the caches once it reconciled as absent):
+    // the watch stays.
+    reconciled(&controllers, MACHINES, "a", skipped("nothing_to_do")).await?;
+    assert!(matches!(
+        controllers.tracker.watches().get(&aws),
+        Some(WatchStatus::Watching { .. })
+    ));
+
+    // Re-pointing "b" elsewhere removes the last reference.
+    let patch = json!({ "spec": { "infrastructureRef": { "kind": DEV, "name": "b" } } });
+    cluster
+        .capi_machines()
+        .patch("b", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    wait_status(&controllers, &aws, |s| s.is_none()).await?;
+
+    // A reference coming back starts it again.
+    cluster.create_capi_machine("c", (AWS, "c"), None).await?;
+    wait_status(&controllers, &aws, |s| {
+        matches!(s, Some(WatchStatus::Watching { .. }))
+    })
+    .await?;
+    controllers.stop().await
+}
+
+#[tokio::test]
+async fn s15_dropped_and_expired_watches_lose_no_reconcile() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let Some(env) = cluster.envtest() else {
+        eprintln!("fault injection needs the in-process server; skipped on an existing cluster");
+        return Ok(());
+    };
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_infra(DEV, "v1beta2", "infra", &[]).await?;
+    for name in ["kept", "capi-deleted", "flipped"] {
+        cluster.create_mapi_machine(name, Some("MachineAPI")).await?;
+        cluster
+            .create_capi_machine(name, (DEV, if name == "kept" { "infra" } else { name }), None)
+            .await?;
+    }
+    for name in ["kept", "capi-deleted", "flipped"] {
+        controllers
+            .machines
+            .wait_for(WAIT, |c| c.objects.name == name && c.objects.capi.is_some())
+            .await?;
+    }
+    wait_watching(&controllers, &[DEV]).await?;
+
+    // Every watch is cut and every resourceVersion expires; changes land meanwhile.
+    env.faults().expire_watches();
+    env.faults().drop_watches();
+    cluster
+        .capi_machines()
+        .delete("capi-deleted", &DeleteParams::default())
+        .await?;
+    cluster.set_machine_authority("flipped", "ClusterAPI").await?;
+    cluster.touch_infra(DEV, "v1beta2", "infra", 7).await?;
+    cluster.create_mapi_machine("new", Some("MachineAPI")).await?;
+
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "capi-deleted" && c.objects.capi.is_none() && c.objects.mapi.is_some()
+        })
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "flipped" && c.hook == Hook::CapiToMapi
+        })
+        .await?;
+    let touched = cluster.infra(DEV, "v1beta2").get("infra").await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "kept"
+                && c.objects
+                    .infra
+                    .as_ref()
+                    .is_some_and(|i| i.resource_version() == touched.resource_version())
+        })
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "new")
+        .await?;
+    controllers.stop().await
+}
+
+async fn wait_watching(controllers: &Controllers, kinds: &[&str]) -> TestResult {
+    for kind in kinds {
+        let gk = GroupKind {
+            group: INFRA_GROUP.into(),
+            kind: (*kind).into(),
+        };
+        wait_status(controllers, &gk, |s| {
+            matches!(s, Some(WatchStatus::Watching { .. }))
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+async fn wait_status(
+    controllers: &Controllers,
+    group_kind: &GroupKind,
+    done: impl Fn(Option<&WatchStatus>) -> bool,
+) -> TestResult {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let watches = controllers.tracker.watches();
+        if done(watches.get(group_kind)) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("{group_kind}: {:?}", watches.get(group_kind)).into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
