@@ -1,3 +1,4 @@
-//! The Machine and MachineSet sync controllers.
+//! The Machine and MachineSet sync controllers, and the operator that runs them.
 pub mod machine;
 pub mod machine_set;
+pub mod operator;

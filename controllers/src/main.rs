@@ -1,1 +1,23 @@
-fn main() {}
+//! The operator binary: `controllers --help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use controllers::operator::{Cli, Exit, logging, run};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(error) = logging::init(cli.log_format, &cli.log_level) {
+        eprintln!("controllers: {error}");
+        return ExitCode::from(2);
+    }
+    match run::run(cli).await.map_err(anyhow::Error::from) {
+        Ok(Exit::Shutdown) => ExitCode::SUCCESS,
+        Ok(Exit::LeadershipLost(_)) => ExitCode::FAILURE,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

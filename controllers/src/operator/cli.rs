@@ -1,0 +1,357 @@
+//! The command line: every flag has an environment-variable fallback (`--help` lists them).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// The default lease name (`--leader-election-id`).
+pub const DEFAULT_LEASE_NAME: &str = "machine-sync-controllers";
+
+/// Where the metrics are served unless told otherwise.
+pub const DEFAULT_METRICS_PORT: u16 = 8080;
+
+/// Where the probes are served unless told otherwise.
+pub const DEFAULT_PROBE_PORT: u16 = 8081;
+
+/// The operator's command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "controllers",
+    version,
+    about = "Keeps Machine API and Cluster API Machines and MachineSets in sync.",
+    long_about = "Keeps Machine API (machine.openshift.io) and Cluster API (cluster.x-k8s.io) \
+Machines and MachineSets in sync: the object that is authoritative drives, its mirror of the \
+same name in the other namespace follows.\n\n\
+Connects through --kubeconfig, else $KUBECONFIG or ~/.kube/config, else the in-cluster \
+service account. With --embedded it starts its own in-process API server loaded with sample \
+objects instead, so it runs on a laptop without a cluster:\n\n    \
+cargo run -p controllers -- --embedded",
+    after_help = "Every flag can also be given through the environment variable shown with it; \
+a flag on the command line wins."
+)]
+pub struct Cli {
+    /// Namespace of the Machine API objects.
+    #[arg(
+        long,
+        env = "SYNC_MAPI_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "openshift-machine-api"
+    )]
+    pub mapi_namespace: String,
+
+    /// Namespace of the Cluster API objects and their infrastructure objects.
+    #[arg(
+        long,
+        env = "SYNC_CAPI_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "openshift-cluster-api"
+    )]
+    pub capi_namespace: String,
+
+    /// Kubeconfig file to connect with [default: $KUBECONFIG, ~/.kube/config, or the
+    /// in-cluster service account].
+    #[arg(long, env = "SYNC_KUBECONFIG", value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use [default: the current context].
+    #[arg(long, env = "SYNC_KUBE_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Elect a leader among the replicas through a coordination.k8s.io Lease; only the
+    /// leader reconciles. `--leader-elect=false` for a single replica.
+    #[arg(
+        long,
+        env = "SYNC_LEADER_ELECT",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = true,
+        action = ArgAction::Set
+    )]
+    pub leader_elect: bool,
+
+    /// Namespace of the leader-election Lease [default: $POD_NAMESPACE, else the
+    /// service account's namespace, else --capi-namespace].
+    #[arg(long, env = "SYNC_LEADER_ELECTION_NAMESPACE", value_name = "NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "SYNC_LEADER_ELECTION_ID",
+        value_name = "NAME",
+        default_value = DEFAULT_LEASE_NAME
+    )]
+    pub leader_election_id: String,
+
+    /// How long a Lease stays valid after its last renewal; a standby replica takes over
+    /// at most this long after the leader stopped renewing (e.g. `15s`, `1m`).
+    #[arg(
+        long,
+        env = "SYNC_LEADER_ELECTION_LEASE_DURATION",
+        value_name = "DURATION",
+        default_value = "15s",
+        value_parser = parse_duration
+    )]
+    pub leader_election_lease_duration: Duration,
+
+    /// How long the leader keeps retrying to renew before it gives up leadership (and
+    /// exits); shorter than the lease duration.
+    #[arg(
+        long,
+        env = "SYNC_LEADER_ELECTION_RENEW_DEADLINE",
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration
+    )]
+    pub leader_election_renew_deadline: Duration,
+
+    /// Interval between attempts to acquire or renew the Lease.
+    #[arg(
+        long,
+        env = "SYNC_LEADER_ELECTION_RETRY_PERIOD",
+        value_name = "DURATION",
+        default_value = "2s",
+        value_parser = parse_duration
+    )]
+    pub leader_election_retry_period: Duration,
+
+    /// Name of this replica: its Lease holder identity is `<name>_<random>`
+    /// [default: the hostname].
+    #[arg(long, env = "POD_NAME", value_name = "NAME")]
+    pub pod_name: Option<String>,
+
+    /// Address of the Prometheus /metrics endpoint (`HOST:PORT`, `:PORT`, or `0` to
+    /// disable) [default: 0.0.0.0:8080; 127.0.0.1:8080 with --embedded].
+    #[arg(long, env = "SYNC_METRICS_BIND_ADDRESS", value_name = "ADDRESS")]
+    pub metrics_bind_address: Option<BindAddress>,
+
+    /// Address of the /healthz and /readyz probes (`HOST:PORT`, `:PORT`, or `0` to
+    /// disable) [default: 0.0.0.0:8081; 127.0.0.1:8081 with --embedded].
+    #[arg(long, env = "SYNC_HEALTH_PROBE_BIND_ADDRESS", value_name = "ADDRESS")]
+    pub health_probe_bind_address: Option<BindAddress>,
+
+    /// Log format.
+    #[arg(
+        long,
+        env = "SYNC_LOG_FORMAT",
+        value_name = "FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
+
+    /// Log level or filter directives, e.g. `debug` or `info,sync_core=debug`.
+    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    /// Names each controller reconciles at once.
+    #[arg(
+        long,
+        env = "SYNC_CONCURRENCY",
+        value_name = "N",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub concurrency: u16,
+
+    /// Start an in-process API server with the CRDs of deploy/crds and
+    /// deploy/examples/crds and the samples of deploy/examples, print a kubeconfig for
+    /// kubectl, and run the controllers against it (no leader election).
+    #[arg(long, env = "SYNC_EMBEDDED", conflicts_with_all = ["kubeconfig", "context"])]
+    pub embedded: bool,
+
+    /// With --embedded: where to write the kubeconfig [default: a temporary file,
+    /// removed on exit].
+    #[arg(
+        long,
+        env = "SYNC_EMBEDDED_KUBECONFIG",
+        value_name = "PATH",
+        requires = "embedded"
+    )]
+    pub embedded_kubeconfig: Option<PathBuf>,
+
+    /// With --embedded: the API server's port [default: a free one].
+    #[arg(
+        long,
+        env = "SYNC_EMBEDDED_PORT",
+        value_name = "PORT",
+        default_value_t = 0,
+        requires = "embedded"
+    )]
+    pub embedded_port: u16,
+}
+
+impl Cli {
+    /// The metrics address after defaults (`None`: disabled).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_bind_address
+            .unwrap_or_else(|| self.default_bind(DEFAULT_METRICS_PORT))
+            .socket_addr()
+    }
+
+    /// The probe address after defaults (`None`: disabled).
+    pub fn probe_address(&self) -> Option<SocketAddr> {
+        self.health_probe_bind_address
+            .unwrap_or_else(|| self.default_bind(DEFAULT_PROBE_PORT))
+            .socket_addr()
+    }
+
+    fn default_bind(&self, port: u16) -> BindAddress {
+        let host = if self.embedded {
+            [127, 0, 0, 1]
+        } else {
+            [0, 0, 0, 0]
+        };
+        BindAddress::Listen(SocketAddr::from((host, port)))
+    }
+}
+
+/// The log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (with the reconcile span's fields).
+    Json,
+}
+
+/// A listen address, or `0` for "disabled" (as controller-runtime's bind addresses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindAddress {
+    /// Do not listen.
+    Disabled,
+    /// Listen here.
+    Listen(SocketAddr),
+}
+
+impl BindAddress {
+    /// The address, unless disabled.
+    pub fn socket_addr(self) -> Option<SocketAddr> {
+        match self {
+            Self::Disabled => None,
+            Self::Listen(addr) => Some(addr),
+        }
+    }
+}
+
+impl FromStr for BindAddress {
+    type Err = String;
+
+    /// `0` → disabled; `:8080` → all interfaces; otherwise `HOST:PORT`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s == "0" {
+            return Ok(Self::Disabled);
+        }
+        let full = match s.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => s.to_owned(),
+        };
+        full.parse()
+            .map(Self::Listen)
+            .map_err(|_| format!("{s:?} is not HOST:PORT, :PORT or 0"))
+    }
+}
+
+/// Parses `500ms`, `15s`, `2m`, `1h` (or a bare number of seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration such as 500ms, 15s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{s:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("controllers").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_match_the_design() -> Result<(), clap::Error> {
+        let cli = parse(&[])?;
+        assert_eq!(cli.mapi_namespace, "openshift-machine-api");
+        assert_eq!(cli.capi_namespace, "openshift-cluster-api");
+        assert!(cli.leader_elect);
+        assert_eq!(cli.leader_election_id, DEFAULT_LEASE_NAME);
+        assert_eq!(cli.leader_election_lease_duration, Duration::from_secs(15));
+        assert_eq!(
+            cli.metrics_address(),
+            Some(SocketAddr::from(([0, 0, 0, 0], 8080)))
+        );
+        assert_eq!(cli.probe_address(), Some(SocketAddr::from(([0, 0, 0, 0], 8081))));
+        assert_eq!(cli.log_format, LogFormat::Text);
+        assert_eq!(cli.concurrency, 4);
+        Ok(())
+    }
+
+    #[test]
+    fn leader_election_can_be_switched_off_and_on() -> Result<(), clap::Error> {
+        assert!(!parse(&["--leader-elect=false"])?.leader_elect);
+        assert!(parse(&["--leader-elect"])?.leader_elect);
+        Ok(())
+    }
+
+    #[test]
+    fn embedded_mode_listens_on_loopback_and_excludes_a_kubeconfig() -> Result<(), clap::Error> {
+        let cli = parse(&["--embedded"])?;
+        assert_eq!(
+            cli.metrics_address(),
+            Some(SocketAddr::from(([127, 0, 0, 1], 8080)))
+        );
+        assert!(parse(&["--embedded", "--kubeconfig", "/x"]).is_err());
+        assert!(parse(&["--embedded-port", "1"]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn bind_addresses() {
+        assert_eq!("0".parse(), Ok(BindAddress::Disabled));
+        assert_eq!(
+            ":9090".parse(),
+            Ok(BindAddress::Listen(SocketAddr::from(([0, 0, 0, 0], 9090))))
+        );
+        assert_eq!(
+            "127.0.0.1:0".parse(),
+            Ok(BindAddress::Listen(SocketAddr::from(([127, 0, 0, 1], 0))))
+        );
+        assert!("nope".parse::<BindAddress>().is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("3d").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+}

@@ -1,0 +1,359 @@
+//! Prometheus metrics: reconciles (by controller, direction and result), their
+//! durations and errors, skipped reconciles by reason, active infrastructure watches,
+//! cache object counts, leader status, build information and resident memory.
+//!
+//! Counters and histograms are fed by the engine's [`Observer`] hook; watches, cache sizes
+//! and memory are read at scrape time, so they cost nothing between scrapes.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+use kube::runtime::reflector::Store;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use sync_core::infra::WatchStatus;
+use sync_core::observe::{Observer, Outcome};
+use sync_core::{Caches, InfraTracker, SyncPair};
+
+/// Labels of a family whose label values are all static.
+type Labels<const N: usize> = [(&'static str, &'static str); N];
+
+/// The exposition format of a scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics text 1.0.0 (what Prometheus asks for first).
+    OpenMetrics,
+    /// The classic Prometheus text format 0.0.4.
+    Prometheus,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for.
+    pub fn negotiate(accept: Option<&str>) -> Self {
+        match accept {
+            Some(accept) if accept.contains("application/openmetrics-text") => Self::OpenMetrics,
+            _ => Self::Prometheus,
+        }
+    }
+
+    /// The `Content-Type` of a response in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Self::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
+    }
+}
+
+/// The operator's metrics registry; reports reconciles as the engine's [`Observer`].
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<Labels<3>, Counter>,
+    errors: Family<Labels<2>, Counter>,
+    skipped: Family<Labels<2>, Counter>,
+    durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
+    leader: Gauge,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 1 ms … ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+impl Metrics {
+    /// A registry exporting `caches` and the watches of `infra`.
+    pub fn new(caches: Vec<CacheCount>, infra: Option<InfraTracker>) -> Self {
+        let mut registry = Registry::default();
+        let reconciles = Family::<Labels<3>, Counter>::default();
+        registry.register(
+            "sync_reconcile",
+            "Reconciles by controller, direction (mapi_to_capi, capi_to_mapi, none) and result (success, error, skipped)",
+            reconciles.clone(),
+        );
+        let errors = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "sync_reconcile_errors",
+            "Reconciles whose hook returned an error (retried with backoff)",
+            errors.clone(),
+        );
+        let skipped = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "sync_reconcile_skipped",
+            "Reconciles that called no hook, by reason (nothing_to_do, migrating, no_authority, unknown_authority, …)",
+            skipped.clone(),
+        );
+        let durations = Family::<Labels<2>, Histogram, fn() -> Histogram>::new_with_constructor(
+            duration_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "sync_reconcile_duration_seconds",
+            "Time a reconcile took, by controller and direction",
+            durations.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "sync_leader",
+            "1 while this replica is the leader and runs the controllers (always 1 once running without leader election)",
+            leader.clone(),
+        );
+        registry.register_collector(Box::new(StateCollector { caches, infra }));
+        Self {
+            registry,
+            reconciles,
+            errors,
+            skipped,
+            durations,
+            leader,
+        }
+    }
+
+    /// Records whether this replica leads.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// Encodes every metric for a scrape.
+    pub fn encode(&self, format: Format) -> Result<String, fmt::Error> {
+        let mut out = String::new();
+        match format {
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &self.registry)?,
+            Format::Prometheus => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Observer for Metrics {
+    fn reconciled(&self, controller: &'static str, _name: &str, outcome: &Outcome, elapsed: Duration) {
+        let direction = outcome.direction();
+        let result = outcome.result();
+        self.reconciles
+            .get_or_create(&[
+                ("controller", controller),
+                ("direction", direction),
+                ("result", result),
+            ])
+            .inc();
+        if result == "error" {
+            self.errors
+                .get_or_create(&[("controller", controller), ("direction", direction)])
+                .inc();
+        }
+        if let Outcome::Skipped(reason) = outcome {
+            self.skipped
+                .get_or_create(&[("controller", controller), ("reason", reason)])
+                .inc();
+        }
+        self.durations
+            .get_or_create(&[("controller", controller), ("direction", direction)])
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// One reflector cache whose size is exported as `sync_cache_objects`.
+pub struct CacheCount {
+    controller: &'static str,
+    cache: &'static str,
+    len: Box<dyn Fn() -> usize + Send + Sync>,
+}
+
+impl CacheCount {
+    /// The caches of a controller of pair `P`: `mapi`, `capi`, and `owner_mirror` when
+    /// the pair has one.
+    pub fn of<P: SyncPair>(caches: &Caches<P>) -> Vec<Self> {
+        let mut counts = vec![
+            Self::store(P::NAME, "mapi", caches.mapi.clone()),
+            Self::store(P::NAME, "capi", caches.capi.clone()),
+        ];
+        if let Some(store) = &caches.owner_mirrors {
+            counts.push(Self::store(P::NAME, "owner_mirror", store.clone()));
+        }
+        counts
+    }
+
+    fn store<K>(controller: &'static str, cache: &'static str, store: Store<K>) -> Self
+    where
+        K: Resource + Clone + 'static + Send + Sync,
+        K::DynamicType: std::hash::Hash + Eq + Clone + Send + Sync,
+    {
+        Self {
+            controller,
+            cache,
+            len: Box::new(move || store.len()),
+        }
+    }
+}
+
+/// Reads the state metrics at scrape time.
+struct StateCollector {
+    caches: Vec<CacheCount>,
+    infra: Option<InfraTracker>,
+}
+
+impl fmt::Debug for StateCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateCollector")
+            .field("caches", &self.caches.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let gauge = ConstGauge::new(1i64);
+
+        let mut family = encoder.encode_descriptor(
+            "sync_build_info",
+            "Build information; always 1",
+            None,
+            MetricType::Gauge,
+        )?;
+        let labels: Labels<2> = [
+            ("version", env!("CARGO_PKG_VERSION")),
+            (
+                "revision",
+                option_env!("SYNC_BUILD_REVISION").unwrap_or("unknown"),
+            ),
+        ];
+        gauge.encode(family.encode_family(&labels)?)?;
+
+        let mut family = encoder.encode_descriptor(
+            "sync_cache_objects",
+            "Objects in a controller's reflector cache",
+            None,
+            MetricType::Gauge,
+        )?;
+        for cache in &self.caches {
+            let labels: Labels<2> = [("controller", cache.controller), ("cache", cache.cache)];
+            let count = i64::try_from((cache.len)()).unwrap_or(i64::MAX);
+            ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "sync_infrastructure_watches",
+            "Infrastructure kinds referenced by CAPI objects, by state (watching, resolving, failed); 1 per GroupKind",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (group_kind, status) in self.infra.iter().flat_map(InfraTracker::watches) {
+            let state = match status {
+                WatchStatus::Watching { .. } => "watching",
+                WatchStatus::Resolving => "resolving",
+                WatchStatus::Failed(_) => "failed",
+            };
+            let labels = [
+                ("group", group_kind.group.as_str()),
+                ("kind", group_kind.kind.as_str()),
+                ("state", state),
+            ];
+            gauge.encode(family.encode_family(&labels)?)?;
+        }
+
+        if let Some(bytes) = resident_memory_bytes() {
+            let family = encoder.encode_descriptor(
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(i64::try_from(bytes).unwrap_or(i64::MAX)).encode(family)?;
+        }
+        Ok(())
+    }
+}
+
+/// `VmRSS` of a process, from `/proc/<pid>/status` (`None` off Linux).
+pub fn resident_memory_bytes_of(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn resident_memory_bytes() -> Option<u64> {
+    resident_memory_bytes_of("self")
+}
+
+/// A shareable handle, as the engine wants its observer.
+pub fn observer(metrics: &Arc<Metrics>) -> Arc<dyn Observer> {
+    metrics.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use sync_core::Direction;
+
+    use super::*;
+
+    #[test]
+    fn reconciles_are_counted_by_controller_direction_and_result() -> Result<(), fmt::Error> {
+        let metrics = Metrics::new(Vec::new(), None);
+        let ok = Outcome::Synced {
+            direction: Direction::MapiToCapi,
+            failed: false,
+        };
+        let failed = Outcome::Synced {
+            direction: Direction::CapiToMapi,
+            failed: true,
+        };
+        metrics.reconciled("machine-sync", "a", &ok, Duration::from_millis(3));
+        metrics.reconciled("machine-sync", "b", &ok, Duration::from_millis(3));
+        metrics.reconciled("machine-sync", "c", &failed, Duration::from_millis(3));
+        metrics.reconciled(
+            "machine-set-sync",
+            "d",
+            &Outcome::Skipped("migrating"),
+            Duration::ZERO,
+        );
+        metrics.set_leader(true);
+        let text = metrics.encode(Format::Prometheus)?;
+        for line in [
+            r#"sync_reconcile_total{controller="machine-sync",direction="mapi_to_capi",result="success"} 2"#,
+            r#"sync_reconcile_total{controller="machine-sync",direction="capi_to_mapi",result="error"} 1"#,
+            r#"sync_reconcile_total{controller="machine-set-sync",direction="none",result="skipped"} 1"#,
+            r#"sync_reconcile_errors_total{controller="machine-sync",direction="capi_to_mapi"} 1"#,
+            r#"sync_reconcile_skipped_total{controller="machine-set-sync",reason="migrating"} 1"#,
+            r#"sync_reconcile_duration_seconds_count{controller="machine-sync",direction="mapi_to_capi"} 2"#,
+            "sync_leader 1",
+            r#"sync_build_info{version="0.1.0","#,
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        let open = metrics.encode(Format::OpenMetrics)?;
+        assert!(open.ends_with("# EOF\n"), "{open}");
+        Ok(())
+    }
+
+    #[test]
+    fn the_format_follows_the_accept_header() {
+        assert_eq!(
+            Format::negotiate(Some(
+                "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"
+            )),
+            Format::OpenMetrics
+        );
+        assert_eq!(Format::negotiate(Some("text/plain")), Format::Prometheus);
+        assert_eq!(Format::negotiate(None), Format::Prometheus);
+    }
+
+    #[test]
+    fn resident_memory_is_read_from_proc() {
+        assert!(resident_memory_bytes().is_some_and(|b| b > 0));
+    }
+}

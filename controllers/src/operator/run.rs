@@ -1,0 +1,439 @@
+//! Wires the pieces together: client, controllers, metrics, probes, leader election and
+//! shutdown.
+//!
+//! Life of a replica: bind the HTTP listeners → (with leader election) wait as a
+//! standby until the Lease is acquired → run both controllers concurrently while the
+//! Lease is renewed → on SIGTERM/SIGINT stop taking work, let in-flight reconciles
+//! finish, release the Lease, stop serving HTTP, exit 0. On losing the Lease the
+//! controllers are stopped at once (in-flight reconciles get the little time left before
+//! a successor may start) and the process exits 1, as controller-runtime managers do: the
+//! kubelet restarts it as a fresh standby with empty caches.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use sync_core::observe::Observer;
+use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController, SyncPair};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::cli::Cli;
+use super::health::{Health, Phase};
+use super::http::{self, BindError, Routes};
+use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
+use super::metrics::{CacheCount, Metrics};
+use crate::machine::MachineSync;
+use crate::machine_set::MachineSetSync;
+
+/// Where the service account's namespace is mounted in a pod.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// The operator could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// Neither a kubeconfig nor the in-cluster configuration was found.
+    #[error(transparent)]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("cannot build the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// Leader election is misconfigured.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// An HTTP listener could not be opened.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    /// The signal handlers could not be installed.
+    #[error("cannot handle signals: {0}")]
+    Signals(#[source] std::io::Error),
+    /// `--embedded` failed.
+    #[cfg(feature = "embedded")]
+    #[error(transparent)]
+    Embedded(Box<super::embedded::EmbeddedError>),
+    /// `--embedded` was asked of a build without the `embedded` feature.
+    #[error("--embedded needs a build with the `embedded` feature (on by default)")]
+    EmbeddedUnavailable,
+    /// A task of the operator panicked.
+    #[error("the operator task failed: {0}")]
+    Task(String),
+}
+
+#[cfg(feature = "embedded")]
+impl From<super::embedded::EmbeddedError> for OperatorError {
+    fn from(error: super::embedded::EmbeddedError) -> Self {
+        Self::Embedded(Box::new(error))
+    }
+}
+
+/// How the operator ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Asked to stop (signal): controllers drained, Lease released. Exit code 0.
+    Shutdown,
+    /// The Lease was lost (or taken): controllers stopped. Exit code 1.
+    LeadershipLost(String),
+}
+
+/// What the operator runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The MAPI and CAPI namespaces.
+    pub namespaces: Namespaces,
+    /// Names each controller reconciles at once.
+    pub concurrency: usize,
+    /// Leader election, if enabled.
+    pub leader_election: Option<LeaseSettings>,
+    /// Where `/metrics` is served (`None`: not served).
+    pub metrics_address: Option<SocketAddr>,
+    /// Where `/healthz` and `/readyz` are served (`None`: not served).
+    pub probe_address: Option<SocketAddr>,
+}
+
+impl Settings {
+    /// The settings a command line asks for (leader election off with `--embedded`).
+    pub fn from_cli(cli: &Cli) -> Self {
+        let leader_election = (cli.leader_elect && !cli.embedded).then(|| LeaseSettings {
+            namespace: leader_election_namespace(cli),
+            name: cli.leader_election_id.clone(),
+            identity: leader::identity(&replica_name(cli)),
+            lease_duration: cli.leader_election_lease_duration,
+            renew_deadline: cli.leader_election_renew_deadline,
+            retry_period: cli.leader_election_retry_period,
+        });
+        Self {
+            namespaces: Namespaces {
+                mapi: cli.mapi_namespace.clone(),
+                capi: cli.capi_namespace.clone(),
+            },
+            concurrency: usize::from(cli.concurrency),
+            leader_election,
+            metrics_address: cli.metrics_address(),
+            probe_address: cli.probe_address(),
+        }
+    }
+}
+
+/// `--leader-election-namespace`, else `$POD_NAMESPACE`, else the service account's
+/// namespace, else the CAPI namespace.
+fn leader_election_namespace(cli: &Cli) -> String {
+    let non_empty = |s: String| {
+        let s = s.trim().to_owned();
+        (!s.is_empty()).then_some(s)
+    };
+    cli.leader_election_namespace
+        .clone()
+        .and_then(non_empty)
+        .or_else(|| std::env::var("POD_NAMESPACE").ok().and_then(non_empty))
+        .or_else(|| {
+            std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+                .ok()
+                .and_then(non_empty)
+        })
+        .unwrap_or_else(|| cli.capi_namespace.clone())
+}
+
+/// `--pod-name`/`$POD_NAME`, else the hostname.
+fn replica_name(cli: &Cli) -> String {
+    cli.pod_name
+        .clone()
+        .filter(|name| !name.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "controllers".to_owned())
+}
+
+/// A client from `--kubeconfig`/`--context`, else `$KUBECONFIG`/`~/.kube/config`, else
+/// the in-cluster service account.
+pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
+    let options = KubeConfigOptions {
+        context: cli.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match (&cli.kubeconfig, &cli.context) {
+        (Some(path), _) => {
+            kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await?,
+        (None, None) => kube::Config::infer().await?,
+    };
+    Client::try_from(config).map_err(OperatorError::Client)
+}
+
+/// Runs the operator the command line describes until a signal (or a lost Lease).
+pub async fn run(cli: Cli) -> Result<Exit, OperatorError> {
+    let shutdown = CancellationToken::new();
+    let _signals = stop_on_signals(shutdown.clone())?;
+    if cli.embedded {
+        #[cfg(feature = "embedded")]
+        return super::embedded::run(&cli, shutdown).await;
+        #[cfg(not(feature = "embedded"))]
+        return Err(OperatorError::EmbeddedUnavailable);
+    }
+    let client = client(&cli).await?;
+    let settings = Settings::from_cli(&cli);
+    if let Some(lease) = &settings.leader_election {
+        tracing::info!(
+            lease = format!("{}/{}", lease.namespace, lease.name),
+            identity = %lease.identity,
+            "leader election enabled"
+        );
+    }
+    Operator::start(client, settings, shutdown).await?.wait().await
+}
+
+/// Cancels `shutdown` on the first SIGTERM or SIGINT; a second one exits at once.
+pub fn stop_on_signals(shutdown: CancellationToken) -> Result<JoinHandle<()>, OperatorError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(OperatorError::Signals)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(OperatorError::Signals)?;
+    Ok(tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "shutting down");
+        shutdown.cancel();
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::warn!("second signal; exiting at once");
+        std::process::exit(1);
+    }))
+}
+
+/// A running operator: both controllers, the HTTP endpoints and leader election.
+pub struct Operator {
+    metrics: Arc<Metrics>,
+    health: Health,
+    metrics_address: Option<SocketAddr>,
+    probe_address: Option<SocketAddr>,
+    shutdown: CancellationToken,
+    http_stop: CancellationToken,
+    servers: Vec<JoinHandle<()>>,
+    driver: JoinHandle<Exit>,
+}
+
+impl Operator {
+    /// Binds the listeners and starts; the controllers run once the Lease is held.
+    /// Cancelling `shutdown` stops the operator (see [`Operator::wait`]).
+    pub async fn start(
+        client: Client,
+        settings: Settings,
+        shutdown: CancellationToken,
+    ) -> Result<Self, OperatorError> {
+        if let Some(lease) = &settings.leader_election {
+            lease.validate()?;
+        }
+        let config = SyncConfig {
+            namespaces: settings.namespaces.clone(),
+            concurrency: settings.concurrency,
+            ..SyncConfig::default()
+        };
+        let infra = InfraTracker::new(client.clone(), InfraConfig::new(settings.namespaces.capi.clone()));
+        let machines =
+            SyncController::<MachineSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
+        let sets = SyncController::<MachineSetSync>::new(client.clone(), config).with_infra(infra.clone());
+
+        let mut caches = CacheCount::of(&machines.caches());
+        caches.extend(CacheCount::of(&sets.caches()));
+        let metrics = Arc::new(Metrics::new(caches, Some(infra)));
+        let observer: Arc<dyn Observer> = metrics.clone();
+        let machines = machines.with_observer(observer.clone());
+        let sets = sets.with_observer(observer);
+        let health = Health::new(vec![
+            (MachineSync::NAME, machines.readiness()),
+            (MachineSetSync::NAME, sets.readiness()),
+        ]);
+
+        let http_stop = CancellationToken::new();
+        let mut servers = Vec::new();
+        let mut metrics_address = None;
+        let mut probe_address = None;
+        // One listener for both when they share an address (port 0 means two free ports).
+        let same = settings
+            .metrics_address
+            .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
+        if let Some(address) = settings.metrics_address {
+            let listener = http::bind(address, if same { "metrics and probes" } else { "metrics" }).await?;
+            let local = listener.local_addr().unwrap_or(address);
+            metrics_address = Some(local);
+            let routes = Routes {
+                metrics: Some(metrics.clone()),
+                health: same.then(|| health.clone()),
+            };
+            tracing::info!(address = %local, "serving metrics on http://{local}/metrics");
+            servers.push(http::serve(listener, routes, http_stop.clone()));
+        }
+        if same {
+            probe_address = metrics_address;
+        } else if let Some(address) = settings.probe_address {
+            let listener = http::bind(address, "probes").await?;
+            let local = listener.local_addr().unwrap_or(address);
+            probe_address = Some(local);
+            let routes = Routes {
+                metrics: None,
+                health: Some(health.clone()),
+            };
+            tracing::info!(address = %local, "serving probes on http://{local}/healthz and /readyz");
+            servers.push(http::serve(listener, routes, http_stop.clone()));
+        }
+        if same {
+            tracing::info!("serving probes on the metrics address");
+        }
+
+        let controllers = Controllers { machines, sets };
+        let driver = tokio::spawn(drive(
+            client,
+            settings.leader_election,
+            controllers,
+            health.clone(),
+            metrics.clone(),
+            shutdown.clone(),
+        ));
+        Ok(Self {
+            metrics,
+            health,
+            metrics_address,
+            probe_address,
+            shutdown,
+            http_stop,
+            servers,
+            driver,
+        })
+    }
+
+    /// Where `/metrics` is served (with the port actually bound).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_address
+    }
+
+    /// Where `/healthz` and `/readyz` are served (with the port actually bound).
+    pub fn probe_address(&self) -> Option<SocketAddr> {
+        self.probe_address
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The readiness state.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Asks the operator to stop (as a signal does).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Waits until the operator stopped, then stops serving HTTP.
+    pub async fn wait(self) -> Result<Exit, OperatorError> {
+        let exit = self.driver.await;
+        self.http_stop.cancel();
+        for server in self.servers {
+            let _ = server.await;
+        }
+        let exit = exit.map_err(|e| OperatorError::Task(e.to_string()))?;
+        match &exit {
+            Exit::Shutdown => tracing::info!("stopped"),
+            Exit::LeadershipLost(reason) => tracing::error!(%reason, "stopped: leadership lost"),
+        }
+        Ok(exit)
+    }
+}
+
+/// The two controllers, run together.
+struct Controllers {
+    machines: SyncController<MachineSync>,
+    sets: SyncController<MachineSetSync>,
+}
+
+impl Controllers {
+    async fn run(self, stop: CancellationToken) {
+        tracing::info!("starting the controllers");
+        tokio::join!(
+            self.machines.run(MachineSync, stop.clone().cancelled_owned()),
+            self.sets.run(MachineSetSync, stop.cancelled_owned()),
+        );
+        tracing::info!("controllers stopped");
+    }
+}
+
+/// Standby → leader → stopped.
+async fn drive(
+    client: Client,
+    lease: Option<LeaseSettings>,
+    controllers: Controllers,
+    health: Health,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> Exit {
+    let mut elector = lease.map(|settings| LeaderElector::new(client, settings));
+    if let Some(elector) = elector.as_mut() {
+        health.set_phase(Phase::Standby);
+        tokio::select! {
+            () = elector.acquire() => {}
+            () = shutdown.cancelled() => {
+                health.set_phase(Phase::Stopping);
+                tracing::info!("stopped while waiting for the leader lease");
+                return Exit::Shutdown;
+            }
+        }
+    }
+    metrics.set_leader(true);
+    health.set_phase(Phase::Leading);
+
+    let stop = shutdown.child_token();
+    let run = controllers.run(stop.clone());
+    tokio::pin!(run);
+    let exit = match elector.as_mut() {
+        None => {
+            run.await;
+            Exit::Shutdown
+        }
+        Some(elector) => {
+            // A successor may start once our last record is a lease duration old; we
+            // give up renewing a retry period plus the renew deadline after it.
+            let settings = elector.settings();
+            let grace = settings
+                .lease_duration
+                .saturating_sub(settings.renew_deadline + settings.retry_period);
+            tokio::select! {
+                () = &mut run => Exit::Shutdown,
+                lost = elector.hold() => {
+                    metrics.set_leader(false);
+                    health.set_phase(Phase::Stopping);
+                    tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
+                    stop.cancel();
+                    if tokio::time::timeout(grace, &mut run).await.is_err() {
+                        tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
+                    }
+                    Exit::LeadershipLost(lost.0)
+                }
+            }
+        }
+    };
+    health.set_phase(Phase::Stopping);
+    metrics.set_leader(false);
+    if let (Exit::Shutdown, Some(elector)) = (&exit, elector.as_mut()) {
+        let timeout = elector.settings().renew_deadline.max(Duration::from_secs(1));
+        match tokio::time::timeout(timeout, elector.release()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
+            Err(_) => tracing::warn!("releasing the leader lease timed out; it will expire"),
+        }
+    }
+    exit
+}
