@@ -407,10 +407,18 @@ async fn crd_lifecycle_and_discovery() -> TestResult {
 
 #[tokio::test]
 async fn unauthenticated_is_401() -> TestResult {
-    let env = TestEnv::builder().user("bob", &["devs"]).start().await?;
-    let bob = env.client_as("bob").await?;
-    let api: Api<ConfigMap> = Api::namespaced(bob, "default");
-    api.list(&ListParams::default()).await?;
+    // An authenticated user with no role is forbidden (RBAC is enforced); a member of
+    // system:masters is allowed; no token at all is 401.
+    let env = TestEnv::builder()
+        .user("bob", &["devs"])
+        .user("root", &["system:masters"])
+        .start()
+        .await?;
+    let bob: Api<ConfigMap> = Api::namespaced(env.client_as("bob").await?, "default");
+    let status = api_error(bob.list(&ListParams::default()).await)?;
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    let root: Api<ConfigMap> = Api::namespaced(env.client_as("root").await?, "default");
+    root.list(&ListParams::default()).await?;
     let mut config = kube::Config::new(env.url().parse()?);
     config.root_cert = None;
     config.accept_invalid_certs = true;

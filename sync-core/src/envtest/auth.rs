@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use super::errors::ApiResult;
+use super::store::State;
 
 /// An authenticated user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +75,8 @@ pub struct Attributes<'a> {
     pub name: &'a str,
 }
 
-/// The authorization step. RBAC enforcement is later work: today every authenticated user
-/// is allowed everything. A denial must be an `ApiError::forbidden`.
-pub fn authorize(attributes: &Attributes<'_>) -> ApiResult<()> {
-    let _ = attributes;
-    Ok(())
+/// The authorization step: kube-apiserver's RBAC authorizer over the stored Roles,
+/// ClusterRoles and bindings (see [`super::rbac`]). A denial is 403 Forbidden.
+pub fn authorize(state: &State, attributes: &Attributes<'_>) -> ApiResult<()> {
+    super::rbac::authorize(state, attributes)
 }

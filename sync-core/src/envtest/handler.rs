@@ -132,6 +132,8 @@ where
         return Err(ApiError::unauthorized());
     };
     let Route::Resource(path) = route else {
+        let verb = request.method().as_str().to_ascii_lowercase();
+        super::rbac::authorize_path(&shared.store.read(), &user, &verb, request.uri().path())?;
         return discovery(&shared, &route, request.method());
     };
     let params = query(request.uri().query());
@@ -158,7 +160,7 @@ where
     if let Some(error) = shared.faults.check(verb, &info.plural) {
         return Err(error);
     }
-    authorize(&Attributes {
+    authorize(&shared.store.read(), &Attributes {
         user: &user,
         verb,
         group: &info.group,

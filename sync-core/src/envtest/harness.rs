@@ -47,6 +47,11 @@ pub enum EnvtestError {
     NoUser(String),
 }
 
+/// The user name of ServiceAccount `namespace/name`.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
 /// The name of the admin user (in group `system:masters`).
 pub const ADMIN: &str = "envtest-admin";
 
@@ -136,6 +141,15 @@ impl TestEnvBuilder {
     pub fn user(mut self, name: impl Into<String>, groups: &[&str]) -> Self {
         self.users.push(User::new(name, groups));
         self
+    }
+
+    /// Adds the user of ServiceAccount `namespace/name`
+    /// (`system:serviceaccount:<namespace>:<name>`, in `system:serviceaccounts` and
+    /// `system:serviceaccounts:<namespace>`), as kube-apiserver authenticates its tokens.
+    pub fn service_account(self, namespace: &str, name: &str) -> Self {
+        let groups = ["system:serviceaccounts".to_owned(), format!("system:serviceaccounts:{namespace}")];
+        let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+        self.user(service_account_user(namespace, name), &groups)
     }
 
     /// Interval of BOOKMARK events on watches with `allowWatchBookmarks` (default 60 s).
@@ -263,6 +277,13 @@ fn seed(
             let object =
                 serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             objects::create(state, &ns_info, "", object, false)?;
+        }
+        for policy in super::rbac::bootstrap_policy() {
+            let plural = if policy["kind"] == "ClusterRole" { "clusterroles" } else { "clusterrolebindings" };
+            let info = registry
+                .get("rbac.authorization.k8s.io", "v1", plural)
+                .ok_or_else(|| EnvtestError::Client(format!("built-in {plural} missing")))?;
+            objects::create(state, &info, "", policy, false)?;
         }
         let crd_info = info("apiextensions.k8s.io", "customresourcedefinitions")?;
         for crd in crds {

@@ -17,7 +17,7 @@
 //!
 //! The request path (see [`handler`]): authenticate (bearer token, 401) → route → resolve
 //! the resource in the [`resources::Registry`] → fault injection → [`auth::authorize`]
-//! (allows every authenticated user today; RBAC enforcement plugs in there) → verb →
+//! (kube-apiserver's RBAC authorizer over the stored roles and bindings; `system:masters` bypasses it) → verb →
 //! [`objects`] semantics under the store lock → [`admission::admit`] (the hook for schema
 //! validation, defaulting and pruning) → [`store`] write and watch fan-out ([`watch`]).
 
@@ -30,6 +30,7 @@ pub mod harness;
 pub mod kubeconfig;
 pub mod objects;
 pub mod patch;
+pub mod rbac;
 pub mod request;
 pub mod resources;
 pub mod selectors;
@@ -43,4 +44,4 @@ pub mod watch;
 pub use auth::User;
 pub use errors::ApiError;
 pub use faults::Faults;
-pub use harness::{ADMIN, EnvtestError, TestEnv, TestEnvBuilder};
+pub use harness::{ADMIN, EnvtestError, TestEnv, TestEnvBuilder, service_account_user};

@@ -10,7 +10,7 @@ use super::admission;
 use super::errors::{ApiError, ApiResult, forbidden_field, invalid_value, required};
 use super::resources::{Registry, ResourceInfo};
 use super::store::{EventType, State};
-use super::validation::validate_name;
+use super::validation::{NameRule, validate_name_with};
 
 /// Storage key of CRDs.
 pub const CRD_KEY: &str = "customresourcedefinitions.apiextensions.k8s.io";
@@ -204,7 +204,7 @@ pub fn create(
     check_type(info, &mut object)?;
     check_namespace_field(info, namespace, &mut object)?;
     let key = info.storage_key();
-    let kind = info.qualified_kind();
+    let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
     if name.is_none()
         && let Some(prefix) = meta_str(&object, "generateName").map(String::from)
@@ -226,11 +226,7 @@ pub fn create(
             vec![required("metadata.name", "name or generateName is required")],
         ));
     };
-    let causes = validate_name(
-        "metadata.name",
-        &name,
-        info.plural == "namespaces" && info.group.is_empty(),
-    );
+    let causes = validate_name_with("metadata.name", &name, NameRule::of(&info.group, &info.plural));
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
@@ -297,7 +293,7 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
     let spec = &object["spec"];
     let group = spec["group"].as_str().unwrap_or_default().to_string();
     let plural = spec["names"]["plural"].as_str().unwrap_or_default().to_string();
-    let kind = "CustomResourceDefinition.apiextensions.k8s.io";
+    let kind = "CustomResourceDefinition";
     let mut causes = Vec::new();
     if group.is_empty() {
         causes.push(required("spec.group", ""));
@@ -413,7 +409,7 @@ pub fn update(
         )));
     }
     let key = info.storage_key();
-    let kind = info.qualified_kind();
+    let kind = info.kind.clone();
     check_namespace_exists(state, info, namespace, false)?;
     let Some(old) = state.get(&key, namespace, name).cloned() else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));

@@ -20,6 +20,50 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_label)
 }
 
+/// How a resource's names are validated, per kube-apiserver's validator for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain (most resources, custom resources).
+    Subdomain,
+    /// DNS-1123 label (namespaces).
+    Label,
+    /// A path segment: anything but `.`, `..` and names containing `/` or `%` (RBAC's
+    /// `ValidateRBACName`, so `system:discovery` is valid).
+    PathSegment,
+}
+
+impl NameRule {
+    /// The rule for a resource.
+    pub fn of(group: &str, plural: &str) -> Self {
+        match (group, plural) {
+            ("", "namespaces") => Self::Label,
+            ("rbac.authorization.k8s.io", _) => Self::PathSegment,
+            _ => Self::Subdomain,
+        }
+    }
+}
+
+/// Validates an object name under `rule`.
+pub fn validate_name_with(field: &str, name: &str, rule: NameRule) -> Vec<Cause> {
+    match rule {
+        NameRule::Subdomain => validate_name(field, name, false),
+        NameRule::Label => validate_name(field, name, true),
+        NameRule::PathSegment => {
+            let problem = match name {
+                "." => Some("may not be '.'"),
+                ".." => Some("may not be '..'"),
+                _ if name.contains('/') => Some("may not contain '/'"),
+                _ if name.contains('%') => Some("may not contain '%'"),
+                _ => None,
+            };
+            problem
+                .map(|p| invalid_value(field, name, p))
+                .into_iter()
+                .collect()
+        }
+    }
+}
+
 /// Validates an object name as a DNS-1123 subdomain; `label` asks for a DNS-1123 label
 /// (namespaces).
 pub fn validate_name(field: &str, name: &str, label: bool) -> Vec<Cause> {
@@ -53,5 +97,17 @@ mod tests {
         assert!(!is_dns1123_subdomain("a..b"));
         assert!(!is_dns1123_subdomain("-a"));
         assert!(validate_name("metadata.name", "a.b", true).len() == 1);
+    }
+
+    #[test]
+    fn rbac_names_are_path_segments() {
+        let rule = NameRule::of("rbac.authorization.k8s.io", "clusterroles");
+        assert!(validate_name_with("metadata.name", "system:discovery", rule).is_empty());
+        assert_eq!(validate_name_with("metadata.name", "a/b", rule).len(), 1);
+        assert_eq!(validate_name_with("metadata.name", "..", rule).len(), 1);
+        assert_eq!(
+            validate_name_with("metadata.name", "Cap", NameRule::of("", "configmaps")).len(),
+            1
+        );
     }
 }
