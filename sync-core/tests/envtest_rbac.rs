@@ -141,6 +141,10 @@ async fn users_get_exactly_what_their_roles_grant() -> TestResult {
         message.starts_with("configmaps \"cm\" is forbidden: User \"bob\" cannot delete"),
         "{message}"
     );
+    // The server keeps every refusal, for suites that must fail on any Forbidden.
+    let denials = env.denials();
+    assert!(denials.iter().all(|d| d.user == "bob"), "{denials:?}");
+    assert!(denials.iter().any(|d| d.message == message), "{denials:?}");
 
     // resourceNames restrict get, and never allow a list.
     grant(

@@ -44,6 +44,8 @@ pub struct Shared {
     pub address: String,
     /// Bumped on stop: every watch ends.
     pub shutdown: tokio::sync::watch::Sender<u64>,
+    /// Requests the authorizer refused.
+    pub denials: super::rbac::Denials,
 }
 
 /// A whole body.
@@ -133,7 +135,8 @@ where
     };
     let Route::Resource(path) = route else {
         let verb = request.method().as_str().to_ascii_lowercase();
-        super::rbac::authorize_path(&shared.store.read(), &user, &verb, request.uri().path())?;
+        super::rbac::authorize_path(&shared.store.read(), &user, &verb, request.uri().path())
+            .inspect_err(|error| shared.denials.record(&user, error))?;
         return discovery(&shared, &route, request.method());
     };
     let params = query(request.uri().query());
@@ -168,7 +171,8 @@ where
         subresource: path.subresource.as_deref().unwrap_or_default(),
         namespace: path.namespace.as_deref().unwrap_or_default(),
         name: path.name.as_deref().unwrap_or_default(),
-    })?;
+    })
+    .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,

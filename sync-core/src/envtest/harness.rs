@@ -188,6 +188,7 @@ impl TestEnvBuilder {
             bookmark_interval: self.bookmark_interval,
             address: addr.to_string(),
             shutdown: tokio::sync::watch::Sender::new(0),
+            denials: Default::default(),
         });
         let mut crds = Vec::new();
         for dir in &self.crd_dirs {
@@ -442,6 +443,11 @@ impl TestEnv {
         self.write_kubeconfig(&file)?;
         let _ = self.kubeconfig_file.set((dir, file.clone()));
         Ok(file)
+    }
+
+    /// Every request the RBAC authorizer refused so far (user and Forbidden message).
+    pub fn denials(&self) -> Vec<super::rbac::Denial> {
+        self.shared.denials.all()
     }
 
     /// Fault injection.

@@ -12,6 +12,32 @@ use super::store::State;
 
 const RBAC: &str = "rbac.authorization.k8s.io";
 
+/// One request the authorizer refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// Who asked.
+    pub user: String,
+    /// The Forbidden message, naming the verb, resource and namespace.
+    pub message: String,
+}
+
+/// Every refused request, so a suite can fail on any Forbidden its controllers met.
+#[derive(Debug, Default)]
+pub struct Denials(std::sync::Mutex<Vec<Denial>>);
+
+impl Denials {
+    /// Records a refusal.
+    pub fn record(&self, user: &User, error: &ApiError) {
+        let denial = Denial { user: user.name.clone(), message: error.message.clone() };
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(denial);
+    }
+
+    /// All refusals so far.
+    pub fn all(&self) -> Vec<Denial> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
 /// The group whose members bypass authorization.
 pub const SUPERUSER_GROUP: &str = "system:masters";
 
