@@ -12,6 +12,7 @@ pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod run;
+pub mod samples;
 
 pub use cli::Cli;
 pub use run::{Exit, Operator, OperatorError, Settings};

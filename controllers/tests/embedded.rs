@@ -1,0 +1,109 @@
+//! `cargo run -p controllers -- --embedded`: the binary starts its own API server with the
+//! samples, prints a kubeconfig that kubectl can use, reconciles the samples, and stops
+//! cleanly.
+#![cfg(feature = "embedded")]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Operator, TIMEOUT, metric, scrape, wait_for};
+
+fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
+    let output = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output();
+    match output {
+        Ok(output) if output.status.success() => String::from_utf8_lossy(&output.stdout).into_owned(),
+        Ok(output) => panic!(
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(error) => panic!("running kubectl: {error}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
+    let mut operator = Operator::spawn(&[
+        "--embedded",
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+    ]);
+    let kubeconfig = operator
+        .wait_line("the kubeconfig line", |line| {
+            line.strip_prefix("kubeconfig: ").map(str::to_owned)
+        })
+        .await;
+    let paste = operator
+        .wait_line("the kubectl line", |line| {
+            line.trim()
+                .starts_with("kubectl --kubeconfig")
+                .then(|| line.trim().to_owned())
+        })
+        .await;
+    assert_eq!(
+        paste,
+        format!("kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A")
+    );
+    let metrics = operator
+        .wait_line("the metrics line", |line| {
+            line.strip_prefix("metrics: http://")
+                .and_then(|rest| rest.strip_suffix("/metrics"))
+                .and_then(|address| address.parse().ok())
+        })
+        .await;
+
+    // The ready-to-paste command works.
+    let args: Vec<&str> = paste.split_whitespace().skip(3).collect();
+    let table = kubectl(&kubeconfig, &args);
+    for name in ["worker-a-1", "worker-b-2", "migrating-1"] {
+        assert!(table.contains(name), "{table}");
+    }
+    let capi = kubectl(
+        &kubeconfig,
+        &[
+            "get",
+            "machines.cluster.x-k8s.io,devmachines,awsmachines",
+            "-A",
+            "-o",
+            "name",
+        ],
+    );
+    assert_eq!(capi.lines().count(), 8, "{capi}");
+
+    // The samples get reconciled in both directions.
+    wait_for("the samples to be reconciled", TIMEOUT, || async {
+        let text = scrape(metrics).await;
+        let count = |controller, direction| {
+            metric(
+                &text,
+                "sync_reconcile_total",
+                &[
+                    ("controller", controller),
+                    ("direction", direction),
+                    ("result", "success"),
+                ],
+            )
+        };
+        (count("machine-sync", "mapi_to_capi") >= 1.0
+            && count("machine-sync", "capi_to_mapi") >= 2.0
+            && count("machine-set-sync", "mapi_to_capi") >= 1.0
+            && count("machine-set-sync", "capi_to_mapi") >= 1.0)
+            .then_some(())
+    })
+    .await;
+
+    operator.signal("TERM");
+    let status = operator.wait_exit().await;
+    assert!(status.success(), "{}", operator.lines().join("\n"));
+    assert!(
+        !PathBuf::from(&kubeconfig).exists(),
+        "the temporary kubeconfig outlived the server"
+    );
+}
