@@ -163,15 +163,18 @@ where
     if let Some(error) = shared.faults.check(verb, &info.plural) {
         return Err(error);
     }
-    authorize(&shared.store.read(), &Attributes {
-        user: &user,
-        verb,
-        group: &info.group,
-        resource: &info.plural,
-        subresource: path.subresource.as_deref().unwrap_or_default(),
-        namespace: path.namespace.as_deref().unwrap_or_default(),
-        name: path.name.as_deref().unwrap_or_default(),
-    })
+    authorize(
+        &shared.store.read(),
+        &Attributes {
+            user: &user,
+            verb,
+            group: &info.group,
+            resource: &info.plural,
+            subresource: path.subresource.as_deref().unwrap_or_default(),
+            namespace: path.namespace.as_deref().unwrap_or_default(),
+            name: path.name.as_deref().unwrap_or_default(),
+        },
+    )
     .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
     let dry_run = match params.get("dryRun").map(String::as_str) {
@@ -197,16 +200,18 @@ where
             )],
         ));
     }
-    if matches!(verb, "create" | "update")
-        && let Some(media) = content_type.as_deref()
-    {
-        let media = media.split(';').next().unwrap_or_default().trim();
-        if !media.is_empty() && media != "application/json" && media != "*/*" {
-            return Err(ApiError::unsupported_media_type(
-                "application/json, application/yaml",
-            ));
-        }
-    }
+    // Object bodies may be JSON, YAML or (built-in kinds) protobuf; handlers see JSON.
+    let body = if matches!(verb, "create" | "update" | "delete" | "deletecollection") {
+        super::protobuf::json_body(
+            &info,
+            verb,
+            path.subresource.as_deref(),
+            content_type.as_deref(),
+            body,
+        )?
+    } else {
+        body
+    };
     let ctx = Ctx {
         shared: &shared,
         info: &info,

@@ -30,6 +30,7 @@ pub mod harness;
 pub mod kubeconfig;
 pub mod objects;
 pub mod patch;
+pub mod protobuf;
 pub mod rbac;
 pub mod request;
 pub mod resources;

@@ -1,0 +1,2 @@
+//! envtest benchmark (placeholder, filled in below).
+fn main() {}
