@@ -1,7 +1,8 @@
 //! What a hook gets besides the objects: a client, the namespaces, an event recorder and
 //! the controller's caches.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
@@ -11,6 +12,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::hooks::SyncObjects;
 use crate::infra::{InfraTracker, ResolveError};
+use crate::lenient::Malformed;
 use crate::pair::SyncPair;
 
 /// The two namespaces a pair lives in.
@@ -31,6 +33,38 @@ impl Default for Namespaces {
     }
 }
 
+/// The objects of each side that do not decode as their Rust type, by name.
+#[derive(Clone, Debug, Default)]
+pub struct MalformedObjects {
+    /// MAPI objects.
+    pub mapi: Arc<Mutex<HashMap<String, Malformed>>>,
+    /// CAPI objects.
+    pub capi: Arc<Mutex<HashMap<String, Malformed>>>,
+}
+
+impl MalformedObjects {
+    /// Records (`Some`) or clears (`None`) the malformed state of a name on one side.
+    pub(crate) fn set(side: &Mutex<HashMap<String, Malformed>>, name: &str, malformed: Option<&Malformed>) {
+        let mut side = side.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match malformed {
+            Some(malformed) => {
+                side.insert(name.to_owned(), malformed.clone());
+            }
+            None => {
+                side.remove(name);
+            }
+        }
+    }
+
+    /// The malformed object of a name on one side, if it is malformed.
+    pub fn get(side: &Mutex<HashMap<String, Malformed>>, name: &str) -> Option<Malformed> {
+        side.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+}
+
 /// Read access to a controller's reflector caches.
 pub struct Caches<P: SyncPair> {
     /// MAPI objects in the MAPI namespace.
@@ -40,6 +74,8 @@ pub struct Caches<P: SyncPair> {
     /// MAPI owner mirrors (`P::OwnerMirror`) in the MAPI namespace, when the pair's
     /// CAPI-only policy needs them.
     pub owner_mirrors: Option<Store<P::OwnerMirror>>,
+    /// Objects that exist but do not decode (kept out of the stores).
+    pub malformed: MalformedObjects,
 }
 
 impl<P: SyncPair> Clone for Caches<P> {
@@ -48,6 +84,7 @@ impl<P: SyncPair> Clone for Caches<P> {
             mapi: self.mapi.clone(),
             capi: self.capi.clone(),
             owner_mirrors: self.owner_mirrors.clone(),
+            malformed: self.malformed.clone(),
         }
     }
 }

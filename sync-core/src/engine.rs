@@ -18,15 +18,16 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::context::{Caches, Namespaces, SyncContext};
+use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
 use crate::infra::InfraTracker;
+use crate::lenient::{Lenient, Malformed};
 use crate::observe::{Observer, Outcome};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
@@ -112,6 +113,7 @@ impl<P: SyncPair> SyncController<P> {
                 mapi,
                 capi,
                 owner_mirrors,
+                malformed: MalformedObjects::default(),
             },
             writers: Writers {
                 mapi: mapi_writer,
@@ -161,25 +163,32 @@ impl<P: SyncPair> SyncController<P> {
 
         let owners = OwnerIndex::default();
 
+        let malformed = caches.malformed.clone();
         background.spawn(reflect(
             "mapi",
+            (),
             watcher(
-                Api::<P::Mapi>::namespaced(client.clone(), &namespaces.mapi),
+                Api::<Lenient<P::Mapi>>::namespaced(client.clone(), &namespaces.mapi),
                 config.watcher.clone(),
             )
             .default_backoff(),
             writers.mapi,
             {
                 let queue = queue.clone();
-                move |touched| queue.add(touched_name(&touched))
+                let malformed = malformed.clone();
+                move |touched| {
+                    MalformedObjects::set(&malformed.mapi, touched.name(), malformed_of(&touched));
+                    queue.add(touched.name());
+                }
             },
         ));
 
         let infra_registration = infra.as_ref().map(|tracker| tracker.register::<P>());
         background.spawn(reflect(
             "capi",
+            (),
             watcher(
-                Api::<P::Capi>::namespaced(client.clone(), &namespaces.capi),
+                Api::<Lenient<P::Capi>>::namespaced(client.clone(), &namespaces.capi),
                 config.watcher.clone(),
             )
             .default_backoff(),
@@ -189,16 +198,17 @@ impl<P: SyncPair> SyncController<P> {
                 let owners = owners.clone();
                 let infra = infra_registration.as_ref().map(|r| r.tracker());
                 move |touched| {
-                    let name = touched_name(&touched);
+                    let name = touched.name();
+                    MalformedObjects::set(&malformed.capi, name, malformed_of(&touched));
                     let present = match &touched {
                         Touched::Present(object) => Some(*object),
-                        Touched::Gone(_) => None,
+                        _ => None,
                     };
                     if P::CAPI_ONLY == CapiOnly::MirrorIfOwnerMirrored {
-                        owners.set(&name, present.into_iter().flat_map(capi_owner_names::<P>));
+                        owners.set(name, present.into_iter().flat_map(capi_owner_names::<P>));
                     }
                     if let Some(infra) = &infra {
-                        infra.track(&name, present.map(P::infra_ref));
+                        infra.track(name, present.map(P::infra_ref));
                     }
                     queue.add(name);
                 }
@@ -208,8 +218,9 @@ impl<P: SyncPair> SyncController<P> {
         if let Some(writer) = writers.owner_mirrors {
             background.spawn(reflect(
                 "owner-mirror",
+                (),
                 watcher(
-                    Api::<P::OwnerMirror>::namespaced(client.clone(), &namespaces.mapi),
+                    Api::<Lenient<P::OwnerMirror>>::namespaced(client.clone(), &namespaces.mapi),
                     config.watcher.clone(),
                 )
                 .default_backoff(),
@@ -218,7 +229,7 @@ impl<P: SyncPair> SyncController<P> {
                     let queue = queue.clone();
                     let owners = owners.clone();
                     move |touched| {
-                        for owned in owners.owned_by(&touched_name(&touched)) {
+                        for owned in owners.owned_by(touched.name()) {
                             queue.add(owned);
                         }
                     }
@@ -322,9 +333,10 @@ async fn caches_synced<P: SyncPair>(
     a.is_ok() && b.is_ok() && c
 }
 
-fn touched_name<K: Resource>(touched: &Touched<'_, K>) -> String {
+fn malformed_of<'a, K: Resource>(touched: &Touched<'a, K>) -> Option<&'a Malformed> {
     match touched {
-        Touched::Present(object) | Touched::Gone(object) => object.name_any(),
+        Touched::Malformed(malformed) => Some(malformed),
+        _ => None,
     }
 }
 
@@ -343,6 +355,9 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
         direction = tracing::field::Empty
     );
     async {
+        if let Some(skip) = report_malformed(ctx, name).await {
+            return (skip, Ok(Action::await_change()));
+        }
         let objects = fetch(ctx, name);
         let decision = decide::<P>(objects.mapi.as_deref(), objects.capi.as_deref(), |owner| {
             ctx.caches.owner_mirrored(&ctx.namespaces, owner)
@@ -411,6 +426,45 @@ pub(crate) fn fetch<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> SyncObject
         infra_ref,
         infra,
     }
+}
+
+/// A name with a side that does not decode is not synced until it is fixed: the hooks
+/// would otherwise act on a half-known pair. Reported as a Warning Event on the object.
+async fn report_malformed<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> Option<Outcome> {
+    let sides = [
+        (
+            MalformedObjects::get(&ctx.caches.malformed.mapi, name),
+            P::Mapi::kind(&()),
+            P::Mapi::api_version(&()),
+        ),
+        (
+            MalformedObjects::get(&ctx.caches.malformed.capi, name),
+            P::Capi::kind(&()),
+            P::Capi::api_version(&()),
+        ),
+    ];
+    let mut found = false;
+    for (malformed, kind, api_version) in sides {
+        let Some(malformed) = malformed else { continue };
+        found = true;
+        tracing::warn!(object = %malformed, "object does not decode; not syncing until it is fixed");
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(api_version.into_owned()),
+            kind: Some(kind.into_owned()),
+            name: malformed.metadata.name.clone(),
+            namespace: malformed.metadata.namespace.clone(),
+            uid: malformed.metadata.uid.clone(),
+            resource_version: malformed.metadata.resource_version.clone(),
+            ..Default::default()
+        };
+        ctx.warn(
+            &reference,
+            "MalformedObject",
+            format!("{malformed}; not syncing until it is fixed"),
+        )
+        .await;
+    }
+    found.then_some(Outcome::Skipped("malformed"))
 }
 
 async fn report_skip<P: SyncPair>(ctx: &SyncContext<P>, objects: &SyncObjects<P>, skip: &Skip) {
@@ -569,6 +623,7 @@ mod tests {
                 mapi: store_of(mapi),
                 capi: store_of(capi),
                 owner_mirrors: Some(store_of(owners)),
+                malformed: MalformedObjects::default(),
             },
             infra: None,
         };
@@ -724,6 +779,37 @@ mod tests {
                 failed: true
             }
         );
+    }
+
+    #[tokio::test]
+    async fn a_malformed_side_is_reported_and_not_synced() {
+        let (ctx, requests) = context(
+            vec![mapi_machine("worker-a", Some("MachineAPI"), false)],
+            vec![],
+            vec![],
+        );
+        let malformed = Malformed {
+            metadata: crate::test_fixtures::meta("worker-a", CAPI_NS, false),
+            error: "spec.clusterName: invalid type: integer `5`, expected a string".into(),
+        };
+        MalformedObjects::set(&ctx.caches.malformed.capi, "worker-a", Some(&malformed));
+        let (hooks, outcome) = run(&ctx, "worker-a").await;
+        assert!(hooks.calls().is_empty());
+        assert_eq!(outcome, Outcome::Skipped("malformed"));
+        let requests = requests.lock().map(|r| r.clone()).unwrap_or_default();
+        let Some((path, body)) = requests.iter().find(|(path, _)| path.ends_with("/events")) else {
+            panic!("no event: {requests:?}")
+        };
+        assert!(path.contains(CAPI_NS), "{path}");
+        assert!(
+            body.contains("MalformedObject") && body.contains("spec.clusterName"),
+            "{body}"
+        );
+
+        // Fixed: synced again.
+        MalformedObjects::set(&ctx.caches.malformed.capi, "worker-a", None);
+        let (hooks, _) = run(&ctx, "worker-a").await;
+        assert_eq!(hooks.calls().len(), 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod decision;
 pub mod engine;
 pub mod hooks;
 pub mod infra;
+pub mod lenient;
 pub mod observe;
 pub mod pair;
 pub mod queue;
@@ -13,7 +14,7 @@ mod reflect;
 mod test_fixtures;
 pub mod testing;
 
-pub use context::{Caches, Namespaces, SyncContext};
+pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, SyncObjects};
 pub use infra::{InfraConfig, InfraTracker};

@@ -1,9 +1,12 @@
 //! Feeds a watcher into a reflector store and reports which objects each event touched.
 //!
-//! Unlike `touched_objects()`, a relist also reports the objects it found gone: after a
-//! dropped watch or a 410 Expired the watcher lists again, and an object deleted during
-//! the gap disappears from the store without a Delete event. Reporting it keeps "no
-//! reconcile is missed" true across watch restarts.
+//! Unlike `touched_objects()`:
+//! * a relist also reports the objects it found gone: after a dropped watch or a 410
+//!   Expired the watcher lists again, and an object deleted during the gap disappears from
+//!   the store without a Delete event. Reporting it keeps "no reconcile is missed" true
+//!   across watch restarts;
+//! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
+//!   out of the store (a stale valid version is dropped), and never stops the others.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -12,9 +15,11 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube::Resource;
-use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+
+use crate::lenient::{Lenient, Malformed};
 
 /// One object an event touched.
 #[derive(Debug)]
@@ -23,6 +28,32 @@ pub enum Touched<'a, K: Resource> {
     Present(&'a K),
     /// Deleted (a Delete event, or missing from a relist): its last known state.
     Gone(&'a K),
+    /// Created or changed, but it does not decode as `K`.
+    Malformed(&'a Malformed),
+    /// A malformed object was deleted.
+    MalformedGone(&'a Malformed),
+}
+
+impl<K: Resource> Touched<'_, K> {
+    /// The touched object's name.
+    pub fn name(&self) -> &str {
+        let meta = match self {
+            Self::Present(object) | Self::Gone(object) => object.meta(),
+            Self::Malformed(malformed) | Self::MalformedGone(malformed) => &malformed.metadata,
+        };
+        meta.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// Wraps events of objects that always decode (metadata-only watches) as [`Lenient`].
+pub fn always_valid<K>(event: watcher::Event<K>) -> watcher::Event<Lenient<K>> {
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(Lenient::Valid(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(Lenient::Valid(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(Lenient::Valid(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
 }
 
 /// Runs until the watch stream ends: applies every event to `writer` and calls `on_touch`
@@ -30,7 +61,8 @@ pub enum Touched<'a, K: Resource> {
 /// backoff.
 pub async fn reflect<K>(
     what: &str,
-    stream: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    dyntype: K::DynamicType,
+    stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
     mut writer: Writer<K>,
     mut on_touch: impl FnMut(Touched<'_, K>),
 ) where
@@ -38,9 +70,15 @@ pub async fn reflect<K>(
     K::DynamicType: Eq + Hash + Clone,
 {
     let reader: Store<K> = writer.as_reader();
-    // Keyed by (namespace, name): the dynamic types of infrastructure kinds have no
-    // default, so `ObjectRef` cannot be built from an object alone.
-    let mut before_relist: HashMap<(Option<String>, String), Arc<K>> = HashMap::new();
+    let reference = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        let name = meta.name.as_deref().unwrap_or_default();
+        let reference = ObjectRef::<K>::new_with(name, dyntype.clone());
+        match meta.namespace.as_deref() {
+            Some(namespace) => reference.within(namespace),
+            None => reference,
+        }
+    };
+    let mut before_relist: HashMap<ObjectRef<K>, Arc<K>> = HashMap::new();
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -50,34 +88,58 @@ pub async fn reflect<K>(
                 continue;
             }
         };
-        match &event {
-            watcher::Event::Init => {
-                before_relist = reader.state().into_iter().map(|o| (key(o.as_ref()), o)).collect();
-            }
-            watcher::Event::InitApply(object) => {
-                before_relist.remove(&key(object));
-            }
-            _ => {}
-        }
-        writer.apply_watcher_event(&event);
         match event {
-            watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+            watcher::Event::Init => {
+                before_relist = reader
+                    .state()
+                    .into_iter()
+                    .map(|o| (reference(o.meta()), o))
+                    .collect();
+                writer.apply_watcher_event(&watcher::Event::Init);
+            }
+            watcher::Event::InitApply(Lenient::Valid(object)) => {
+                before_relist.remove(&reference(object.meta()));
+                writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
                 on_touch(Touched::Present(&object));
             }
-            watcher::Event::Delete(object) => on_touch(Touched::Gone(&object)),
+            watcher::Event::InitApply(Lenient::Malformed(malformed)) => {
+                // Left out of the relisted store; reported instead of gone.
+                before_relist.remove(&reference(&malformed.metadata));
+                on_touch(Touched::Malformed(&malformed));
+            }
             watcher::Event::InitDone => {
+                writer.apply_watcher_event(&watcher::Event::InitDone);
                 for gone in std::mem::take(&mut before_relist).into_values() {
                     on_touch(Touched::Gone(&gone));
                 }
             }
-            watcher::Event::Init => {}
+            watcher::Event::Apply(Lenient::Valid(object)) => {
+                writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+                on_touch(Touched::Present(&object));
+            }
+            watcher::Event::Delete(Lenient::Valid(object)) => {
+                writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
+                on_touch(Touched::Gone(&object));
+            }
+            watcher::Event::Apply(Lenient::Malformed(malformed)) => {
+                drop_stale(&reader, &mut writer, &reference(&malformed.metadata));
+                on_touch(Touched::Malformed(&malformed));
+            }
+            watcher::Event::Delete(Lenient::Malformed(malformed)) => {
+                drop_stale(&reader, &mut writer, &reference(&malformed.metadata));
+                on_touch(Touched::MalformedGone(&malformed));
+            }
         }
     }
 }
 
-fn key<K: Resource>(object: &K) -> (Option<String>, String) {
-    (
-        object.meta().namespace.clone(),
-        object.meta().name.clone().unwrap_or_default(),
-    )
+/// Removes the last valid version of an object that is now malformed or gone.
+fn drop_stale<K>(reader: &Store<K>, writer: &mut Writer<K>, reference: &ObjectRef<K>)
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    if let Some(stale) = reader.get(reference) {
+        writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
+    }
 }

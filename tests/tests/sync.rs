@@ -713,3 +713,77 @@ async fn wait_status(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() -> TestResult {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceDefinition, CustomResourceValidation, JSONSchemaProps,
+    };
+    use kube::api::{Api, DynamicObject};
+
+    let cluster = cluster_with_infra_kinds().await?;
+    // A cluster whose CAPI Machine CRD is skewed from our types: it accepts anything.
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    let mut crd = crds.get("machines.cluster.x-k8s.io").await?;
+    for version in &mut crd.spec.versions {
+        version.schema = Some(CustomResourceValidation {
+            open_api_v3_schema: Some(JSONSchemaProps {
+                type_: Some("object".into()),
+                x_kubernetes_preserve_unknown_fields: Some(true),
+                ..Default::default()
+            }),
+        });
+    }
+    crds.replace("machines.cluster.x-k8s.io", &PostParams::default(), &crd)
+        .await?;
+    let resource = kube::api::ApiResource::erase::<sync_core::api::capi::Machine>(&());
+    let raw: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &cluster.namespaces.capi, &resource);
+    let malformed = |name: &str| {
+        DynamicObject::new(name, &resource).data(json!({ "spec": { "clusterName": 5, "bootstrap": {} } }))
+    };
+    // One malformed object is in the initial list...
+    raw.create(&PostParams::default(), &malformed("listed-bad"))
+        .await?;
+    cluster
+        .create_mapi_machine("listed-bad", Some("MachineAPI"))
+        .await?;
+    cluster.create_mapi_machine("good", Some("MachineAPI")).await?;
+    cluster.create_capi_machine("good", (DEV, "good"), None).await?;
+
+    let controllers = Controllers::start(&cluster).await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "good" && c.objects.capi.is_some())
+        .await?;
+    reconciled(&controllers, MACHINES, "listed-bad", skipped("malformed")).await?;
+    let note = cluster
+        .wait_for_warning(&cluster.namespaces.capi, "MalformedObject", "listed-bad")
+        .await?;
+    assert!(note.contains("spec.clusterName"), "{note}");
+
+    // ...one arrives by watch, and the rest keeps syncing.
+    raw.create(&PostParams::default(), &malformed("watched-bad"))
+        .await?;
+    reconciled(&controllers, MACHINES, "watched-bad", skipped("malformed")).await?;
+    cluster.create_mapi_machine("after", Some("MachineAPI")).await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "after")
+        .await?;
+    assert!(controllers.machines.calls_for("listed-bad").is_empty());
+
+    // Fixed: the pair syncs.
+    let fix = json!({ "spec": { "clusterName": "cluster", "bootstrap": {}, "infrastructureRef": {
+        "apiGroup": INFRA_GROUP, "kind": DEV, "name": "listed-bad" } } });
+    raw.patch("listed-bad", &PatchParams::default(), &Patch::Merge(&fix))
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "listed-bad" && c.objects.capi.is_some()
+        })
+        .await?;
+    assert_eq!(call.hook, Hook::MapiToCapi);
+    controllers.stop().await
+}

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::core::ApiResource;
@@ -503,10 +504,16 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     drop(strong);
     tracing::info!(%group_kind, version = %resource.version, "infrastructure watch started");
     let what = group_kind.to_string();
-    reflect(&what, watcher(api, config).default_backoff(), writer, |touched| {
-        let (Touched::Present(object) | Touched::Gone(object)) = touched;
+    let stream = watcher(api, config)
+        .default_backoff()
+        .map_ok(crate::reflect::always_valid);
+    reflect(&what, resource, stream, writer, |touched| {
+        let meta = match touched {
+            Touched::Present(object) | Touched::Gone(object) => &object.metadata,
+            Touched::Malformed(malformed) | Touched::MalformedGone(malformed) => &malformed.metadata,
+        };
         if let Some(inner) = inner.upgrade() {
-            inner.dispatch(&group_kind, &object.metadata);
+            inner.dispatch(&group_kind, meta);
         }
     })
     .await;

@@ -1,0 +1,148 @@
+//! Per-object lenient decoding for watches.
+//!
+//! A list or watch event is decoded as a whole; with a typed watcher, one object that does
+//! not fit the Rust type (a CRD skewed from the types, a field of the wrong JSON type)
+//! fails the whole list and no object is ever cached. [`Lenient`] captures each object's
+//! raw JSON and decodes it on its own, so a malformed object becomes a value the engine
+//! reports (log line and Warning Event) and skips, while everything else keeps flowing.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use serde::de::{DeserializeOwned, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// An object of type `K`, or the metadata of one that does not decode as `K`.
+#[derive(Clone, Debug)]
+pub enum Lenient<K> {
+    /// The object decoded.
+    Valid(K),
+    /// It did not; its metadata and why (boxed: rare, and larger than most objects' handle).
+    Malformed(Box<Malformed>),
+}
+
+/// An object that does not decode as its Rust type.
+#[derive(Clone, Debug, Default)]
+pub struct Malformed {
+    /// Its metadata (which always decodes: it is the API server's).
+    pub metadata: ObjectMeta,
+    /// The decoding error, with the JSON path where it happened.
+    pub error: String,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let namespace = self.metadata.namespace.as_deref().unwrap_or_default();
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        write!(f, "{namespace}/{name}: {}", self.error)
+    }
+}
+
+#[derive(Deserialize)]
+struct MetadataOnly {
+    #[serde(default)]
+    metadata: ObjectMeta,
+}
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for Lenient<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let mut decoder = serde_json::Deserializer::from_str(raw.get());
+        match serde_path_to_error::deserialize::<_, K>(&mut decoder) {
+            Ok(object) => Ok(Self::Valid(object)),
+            Err(error) => {
+                let metadata = serde_json::from_str::<MetadataOnly>(raw.get())
+                    .map_err(serde::de::Error::custom)?
+                    .metadata;
+                let path = error.path().to_string();
+                let error = error.into_inner();
+                Ok(Self::Malformed(Box::new(Malformed {
+                    metadata,
+                    error: format!("{path}: {error}"),
+                })))
+            }
+        }
+    }
+}
+
+impl<K: Serialize> Serialize for Lenient<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Valid(object) => object.serialize(serializer),
+            Self::Malformed(malformed) => {
+                serde_json::json!({ "metadata": malformed.metadata }).serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<K: Resource> Resource for Lenient<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        match self {
+            Self::Valid(object) => object.meta(),
+            Self::Malformed(malformed) => &malformed.metadata,
+        }
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Self::Valid(object) => object.meta_mut(),
+            Self::Malformed(malformed) => &mut malformed.metadata,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::{ObjectList, WatchEvent};
+
+    use super::*;
+    use crate::api::capi;
+
+    #[test]
+    fn one_malformed_item_does_not_fail_the_list() {
+        let list = r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineList","metadata":{"resourceVersion":"7"},
+            "items":[
+              {"metadata":{"name":"good","namespace":"c"},"spec":{"clusterName":"x","bootstrap":{},"infrastructureRef":{"apiGroup":"g","kind":"K","name":"n"}}},
+              {"metadata":{"name":"bad","namespace":"c"},"spec":{"clusterName":5,"bootstrap":{},"infrastructureRef":{"apiGroup":"g","kind":"K","name":"n"}}}
+            ]}"#;
+        let list: ObjectList<Lenient<capi::Machine>> =
+            serde_json::from_str(list).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(&list.items[0], Lenient::Valid(m) if m.metadata.name.as_deref() == Some("good")));
+        let Lenient::Malformed(bad) = &list.items[1] else {
+            panic!("{:?}", list.items[1])
+        };
+        assert_eq!(bad.metadata.name.as_deref(), Some("bad"));
+        assert!(
+            bad.error
+                .starts_with("spec.clusterName: invalid type: integer `5`"),
+            "{}",
+            bad.error
+        );
+    }
+
+    #[test]
+    fn watch_events_decode_leniently() {
+        let line = r#"{"type":"MODIFIED","object":{"metadata":{"name":"bad","namespace":"c"},"spec":[]}}"#;
+        let event: WatchEvent<Lenient<capi::Machine>> =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(event, WatchEvent::Modified(Lenient::Malformed(_))));
+    }
+}
