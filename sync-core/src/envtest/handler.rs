@@ -11,6 +11,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
 use serde_json::{Value, json};
 
+use super::apply;
 use super::auth::{Attributes, Authenticator, User, authorize};
 use super::errors::{ApiError, ApiResult};
 use super::faults::Faults;
@@ -133,6 +134,16 @@ where
         }
         return Err(ApiError::unauthorized());
     };
+    if let Route::OpenApi(path) = &route {
+        if request.method() != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        let accept = request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|h| h.to_str().ok());
+        return super::openapi::serve(&shared.store, path, &query(request.uri().query()), accept);
+    }
     let Route::Resource(path) = route else {
         let verb = request.method().as_str().to_ascii_lowercase();
         super::rbac::authorize_path(&shared.store.read(), &user, &verb, request.uri().path())
@@ -141,6 +152,11 @@ where
     };
     let params = query(request.uri().query());
     let method = request.method().clone();
+    let user_agent = request
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|h| h.to_str().ok())
+        .map(String::from);
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -213,6 +229,7 @@ where
         body
     };
     let ctx = Ctx {
+        user_agent,
         shared: &shared,
         info: &info,
         namespace: path.namespace.clone().unwrap_or_default(),
@@ -221,20 +238,26 @@ where
         dry_run,
         view,
     };
-    match (verb, path.subresource.as_deref()) {
-        ("list", _) => ctx.list().await,
-        ("watch", _) => ctx.watch(),
-        ("create", _) => ctx.create(&body),
-        ("deletecollection", _) => ctx.delete_collection(&body),
-        ("get", None | Some("status")) => ctx.get(),
-        ("update", None) => ctx.update(&body, Endpoint::Main),
-        ("update", Some("status")) => ctx.update(&body, Endpoint::Status),
-        ("patch", None) => ctx.patch(&body, content_type.as_deref(), Endpoint::Main),
-        ("patch", Some("status")) => ctx.patch(&body, content_type.as_deref(), Endpoint::Status),
-        ("delete", None) => ctx.delete(&body),
-        (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
-        _ => Err(ApiError::method_not_allowed()),
+    if verb == "list" {
+        return ctx.list().await;
     }
+    let field_validation =
+        super::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
+    let (response, warnings) =
+        super::admission::scoped(field_validation, || match (verb, path.subresource.as_deref()) {
+            ("watch", _) => ctx.watch(),
+            ("create", _) => ctx.create(&body),
+            ("deletecollection", _) => ctx.delete_collection(&body),
+            ("get", None | Some("status")) => ctx.get(),
+            ("update", None) => ctx.update(&body, Endpoint::Main),
+            ("update", Some("status")) => ctx.update(&body, Endpoint::Status),
+            ("patch", None) => ctx.patch(&body, content_type.as_deref(), Endpoint::Main),
+            ("patch", Some("status")) => ctx.patch(&body, content_type.as_deref(), Endpoint::Status),
+            ("delete", None) => ctx.delete(&body),
+            (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
+            _ => Err(ApiError::method_not_allowed()),
+        });
+    super::admission::with_warnings(response, &warnings)
 }
 
 fn verb_of(
@@ -298,7 +321,7 @@ fn discovery(shared: &Shared, route: &Route, method: &Method) -> ApiResult<Respo
         Route::Resources(group, version) => registry
             .resource_list(group, version)
             .ok_or_else(ApiError::no_resource)?,
-        Route::Resource(_) | Route::Unknown => {
+        Route::Resource(_) | Route::OpenApi(_) | Route::Unknown => {
             return Err(ApiError::new(
                 404,
                 "NotFound",
@@ -324,6 +347,7 @@ fn parse_json(body: &[u8]) -> ApiResult<Value> {
 }
 
 struct Ctx<'a> {
+    user_agent: Option<String>,
     shared: &'a Arc<Shared>,
     info: &'a Arc<ResourceInfo>,
     namespace: String,
@@ -539,18 +563,29 @@ impl Ctx<'_> {
         })
     }
 
+    fn manager(&self) -> String {
+        apply::manager_name(self.params, self.user_agent.as_deref())
+    }
+
     fn create(&self, body: &[u8]) -> ApiResult<Response<Body>> {
-        let object = parse_json(body)?;
-        let stored = self
-            .shared
-            .store
-            .write(|state| objects::create(state, self.info, &self.namespace, object, self.dry_run))?;
+        let mut object = parse_json(body)?;
+        let manager = self.manager();
+        let stored = self.shared.store.write(|state| {
+            apply::track_update(state, self.info, Endpoint::Main, None, &mut object, &manager);
+            objects::create(state, self.info, &self.namespace, object, self.dry_run)
+        })?;
         self.respond(201, &stored)
     }
 
     fn update(&self, body: &[u8], endpoint: Endpoint) -> ApiResult<Response<Body>> {
-        let object = parse_json(body)?;
+        let mut object = parse_json(body)?;
+        let manager = self.manager();
+        let key = self.key();
         let stored = self.shared.store.write(|state| {
+            if let Some(live) = state.get(&key, &self.namespace, &self.name).cloned() {
+                let live = objects::present(self.info, &live);
+                apply::track_update(state, self.info, endpoint, Some(&live), &mut object, &manager);
+            }
             objects::update(
                 state,
                 self.info,
@@ -571,6 +606,42 @@ impl Ctx<'_> {
         endpoint: Endpoint,
     ) -> ApiResult<Response<Body>> {
         let kind = patch::patch_type(self.info, content_type)?;
+        let force = self.params.get("force").map(String::as_str);
+        if kind == patch::PatchType::Apply {
+            let options = apply::ApplyOptions {
+                manager: self
+                    .params
+                    .get("fieldManager")
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+                force: force == Some("true"),
+                dry_run: self.dry_run,
+            };
+            let (stored, created) = self.shared.store.write(|state| {
+                apply::server_side_apply(
+                    state,
+                    self.info,
+                    &self.namespace,
+                    &self.name,
+                    endpoint,
+                    body,
+                    &options,
+                )
+            })?;
+            return self.respond(if created { 201 } else { 200 }, &stored);
+        }
+        if force.is_some() {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![super::errors::forbidden_field(
+                    "force",
+                    "may not be specified for non-apply patch",
+                )],
+            ));
+        }
+        let manager = self.manager();
         let key = self.key();
         let stored = self.shared.store.write(|state| {
             let current = state
@@ -578,7 +649,8 @@ impl Ctx<'_> {
                 .cloned()
                 .ok_or_else(|| ApiError::not_found(&self.info.group, &self.info.plural, &self.name))?;
             let current = objects::present(self.info, &current);
-            let patched = patch::apply(kind, &current, body)?;
+            let mut patched = patch::apply(kind, &current, body)?;
+            apply::track_update(state, self.info, endpoint, Some(&current), &mut patched, &manager);
             objects::update(
                 state,
                 self.info,

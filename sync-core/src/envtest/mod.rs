@@ -22,23 +22,28 @@
 //! validation, defaulting and pruning) → [`store`] write and watch fan-out ([`watch`]).
 
 pub mod admission;
+pub mod apply;
 pub mod auth;
+pub mod cel;
 pub mod errors;
 pub mod faults;
 pub mod handler;
 pub mod harness;
 pub mod kubeconfig;
 pub mod objects;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod rbac;
 pub mod request;
 pub mod resources;
+pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod store;
 pub mod tls;
 pub mod validation;
+pub mod versions;
 pub mod view;
 pub mod watch;
 

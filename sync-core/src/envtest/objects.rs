@@ -459,6 +459,12 @@ pub fn update(
                     None => map.remove("status"),
                 };
             }
+            // managedFields are kept: the field manager tracked the status write in them.
+            if let Some(fields) = object["metadata"].get("managedFields")
+                && let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                meta.insert("managedFields".into(), fields.clone());
+            }
             new
         }
     };

@@ -15,6 +15,8 @@ pub enum PatchType {
     Json,
     /// `application/strategic-merge-patch+json` (built-ins only).
     Strategic,
+    /// `application/apply-patch+yaml`: server-side apply (see [`super::apply`]).
+    Apply,
 }
 
 /// Picks the patch type from a Content-Type header.
@@ -34,6 +36,7 @@ pub fn patch_type(info: &ResourceInfo, content_type: Option<&str>) -> ApiResult<
         "application/merge-patch+json" => Ok(PatchType::Merge),
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/strategic-merge-patch+json" if !info.custom => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" => Ok(PatchType::Apply),
         _ => Err(ApiError::unsupported_media_type(accepted)),
     }
 }
@@ -56,6 +59,11 @@ pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> ApiResult<Value> {
                 patch
             };
             json_patch::merge(&mut doc, &patch);
+        }
+        PatchType::Apply => {
+            return Err(ApiError::unsupported_media_type(
+                "application/json-patch+json, application/merge-patch+json",
+            ));
         }
         PatchType::Json => {
             let patch: json_patch::Patch = serde_json::from_slice(body)

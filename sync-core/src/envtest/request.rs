@@ -36,6 +36,8 @@ pub enum Route {
     Resources(String, String),
     /// A resource or object.
     Resource(ResourcePath),
+    /// `/openapi/...` (what follows `/openapi/`).
+    OpenApi(String),
     /// Anything else.
     Unknown,
 }
@@ -54,6 +56,7 @@ pub fn route(path: &str) -> Route {
         ["api"] => Route::CoreVersions,
         ["api", version] => Route::Resources(String::new(), version.to_string()),
         ["api", version, rest @ ..] => resource("", version, rest),
+        ["openapi", rest @ ..] => Route::OpenApi(rest.join("/")),
         ["apis"] => Route::Groups,
         ["apis", group] => Route::Group(group.to_string()),
         ["apis", group, version] => Route::Resources(group.to_string(), version.to_string()),

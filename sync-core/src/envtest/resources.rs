@@ -400,6 +400,11 @@ impl Registry {
             .cloned()
     }
 
+    /// Every served resource version, built-ins first.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.order.iter()
+    }
+
     /// Finds the resource serving `kind` in `apiVersion`.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
         self.order
