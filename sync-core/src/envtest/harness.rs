@@ -455,6 +455,22 @@ impl TestEnv {
         &self.shared.faults
     }
 
+    /// Every CEL rule (`x-kubernetes-validations`) of the served CRDs that is not evaluated
+    /// because this server cannot compile or evaluate it (each is logged once). Suites assert
+    /// it is empty, so a rule is never silently passed.
+    pub fn skipped_cel_rules(&self) -> Vec<super::cel::SkippedRule> {
+        let registry = self.shared.store.read().registry.clone();
+        let mut out: Vec<super::cel::SkippedRule> = Vec::new();
+        for info in registry.all() {
+            for rule in super::admission::skipped_rules(info) {
+                if !out.contains(&rule) {
+                    out.push(rule);
+                }
+            }
+        }
+        out
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.shared.store.read().rv

@@ -203,6 +203,7 @@ pub fn create(
 ) -> ApiResult<Arc<Value>> {
     check_type(info, &mut object)?;
     check_namespace_field(info, namespace, &mut object)?;
+    admission::decode(info, &mut object)?;
     let key = info.storage_key();
     let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
@@ -375,7 +376,8 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
 
 fn rebuild_registry(state: &mut State) {
     let registry = match state.collections.get(CRD_KEY) {
-        Some(crds) => Registry::build(
+        Some(crds) => Registry::build_reusing(
+            Some(&state.registry),
             crds.values()
                 .filter(|c| meta_str(c, "deletionTimestamp").is_none())
                 .map(|c| c.as_ref()),
@@ -402,6 +404,7 @@ pub fn update(
 ) -> ApiResult<Arc<Value>> {
     check_type(info, &mut object)?;
     check_namespace_field(info, namespace, &mut object)?;
+    admission::decode(info, &mut object)?;
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -746,6 +749,9 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
 
 /// Rewrites `apiVersion` to the version served at `info` (conversion strategy None).
 pub fn present(info: &ResourceInfo, object: &Arc<Value>) -> Arc<Value> {
+    if let Some(defaulted) = admission::on_read(info, object) {
+        return present(info, &Arc::new(defaulted));
+    }
     let expected = info.api_version();
     if object["apiVersion"].as_str() == Some(expected.as_str()) {
         return object.clone();

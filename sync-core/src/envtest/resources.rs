@@ -49,6 +49,9 @@ pub struct ResourceInfo {
     pub unconditional_update: bool,
     /// Field selector fields supported besides `metadata.name`/`metadata.namespace`.
     pub field_selectors: Vec<&'static str>,
+    /// The compiled schema of a custom resource version (validation, defaulting, pruning,
+    /// CEL) and its storage version; `None` for built-ins.
+    pub schema: Option<Arc<super::versions::CrdVersion>>,
 }
 
 impl ResourceInfo {
@@ -153,6 +156,7 @@ fn builtin(
         generation: false,
         unconditional_update: true,
         field_selectors: Vec::new(),
+        schema: None,
     }
 }
 
@@ -258,6 +262,16 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 
 /// The served versions of a CRD object, as resource infos.
 pub fn from_crd(crd: &Value) -> Vec<ResourceInfo> {
+    from_crd_reusing(crd, None)
+}
+
+/// [`from_crd`], reusing the schemas `previous` compiled from the same CRD generation.
+pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<ResourceInfo> {
+    from_crd_reusing(crd, None)
+}
+
+/// [`from_crd`], reusing the schemas `previous` compiled from the same CRD generation.
+pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];
     let names = &spec["names"];
     let group = spec["group"].as_str().unwrap_or_default();
@@ -275,6 +289,11 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceInfo> {
         .map(String::from)
         .unwrap_or_else(|| format!("{kind}List"));
     let namespaced = spec["scope"].as_str() != Some("Cluster");
+    let schemas = super::versions::compile(crd, |version| {
+        previous
+            .and_then(|r| r.get(group, version, plural))
+            .and_then(|info| info.schema.clone())
+    });
     let mut out = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten() {
         if version["served"].as_bool() != Some(true) {
@@ -308,6 +327,7 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceInfo> {
             generation: true,
             unconditional_update: false,
             field_selectors: Vec::new(),
+            schema: schemas.get(name).cloned(),
         });
     }
     out
@@ -361,11 +381,22 @@ pub struct Registry {
 impl Registry {
     /// Builds the registry from the built-ins and the CRD objects.
     pub fn build<'a>(crds: impl IntoIterator<Item = &'a Value>) -> Self {
+        Self::build_reusing(None, crds)
+    }
+
+    /// [`Registry::build`], reusing the compiled schemas of `previous` for unchanged CRDs.
+    pub fn build_reusing<'a>(
+        previous: Option<&Registry>,
+        crds: impl IntoIterator<Item = &'a Value>,
+    ) -> Self {
         let mut registry = Self::default();
         for info in builtins() {
             registry.add(info);
         }
-        let mut custom: Vec<ResourceInfo> = crds.into_iter().flat_map(from_crd).collect();
+        let mut custom: Vec<ResourceInfo> = crds
+            .into_iter()
+            .flat_map(|crd| from_crd_reusing(crd, previous))
+            .collect();
         custom.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
         for info in custom {
             registry.add(info);
