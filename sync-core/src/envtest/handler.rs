@@ -21,6 +21,7 @@ use super::request::{ResourcePath, Route, query};
 use super::resources::ResourceInfo;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::store::Store;
+use super::table;
 use super::view::View;
 use super::watch;
 
@@ -386,7 +387,26 @@ impl Ctx<'_> {
             .cloned()
             .ok_or_else(|| ApiError::not_found(&self.info.group, &self.info.plural, &self.name))?;
         drop(state);
+        if let View::Table(version) = self.view {
+            let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+            return self.table(std::slice::from_ref(&object), metadata, version);
+        }
         self.respond(200, &object)
+    }
+
+    /// A `meta.k8s.io` Table of `objects` (see [`super::table`]).
+    fn table(&self, objects: &[Arc<Value>], metadata: Value, version: &str) -> ApiResult<Response<Body>> {
+        let include = table::Include::parse(self.params.get("includeObject").map(String::as_str))?;
+        let table = table::Table::for_resource(&self.shared.store.read(), self.info)?;
+        let objects: Vec<Value> = objects
+            .iter()
+            .map(|o| objects::present(self.info, o).as_ref().clone())
+            .collect();
+        let metadata = metadata.as_object().cloned().unwrap_or_default();
+        Ok(json_response(
+            200,
+            &table.render(&objects, metadata, include, version),
+        ))
     }
 
     fn selectors(&self) -> ApiResult<(LabelSelector, FieldSelector)> {
@@ -516,6 +536,9 @@ impl Ctx<'_> {
                 metadata["remainingItemCount"] = json!(remaining);
             }
         }
+        if let View::Table(version) = self.view {
+            return self.table(&items, metadata, version);
+        }
         let items: Vec<Value> = items.iter().map(|o| self.object(o)).collect();
         let (kind, api_version) = self.view.list_type(&self.info.list_kind, self.info.api_version());
         Ok(json_response(
@@ -559,7 +582,11 @@ impl Ctx<'_> {
             labels,
             fields,
             params: self.params,
-            view: self.view,
+            // Watches send objects, not Table rows.
+            view: match self.view {
+                View::Table(_) => View::Object,
+                view => view,
+            },
         })
     }
 

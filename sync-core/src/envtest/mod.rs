@@ -41,6 +41,7 @@ pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod validation;
 pub mod versions;

@@ -1,6 +1,8 @@
-//! Response views negotiated through `Accept`: the whole object, or metadata only
+//! Response views negotiated through `Accept`: the whole object, metadata only
 //! (`application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`, which kube's
-//! metadata API and client-go's metadata informers ask for).
+//! metadata API and client-go's metadata informers ask for), or a Table
+//! (`application/json;as=Table;v=v1;g=meta.k8s.io`, which `kubectl get` asks for; see
+//! [`super::table`]).
 
 use serde_json::{Value, json};
 
@@ -13,6 +15,9 @@ pub enum View {
     Object,
     /// `meta.k8s.io/v1` `PartialObjectMetadata` (lists: `PartialObjectMetadataList`).
     Metadata,
+    /// A `meta.k8s.io` Table of this version (`v1` or `v1beta1`), rendered by the handler;
+    /// [`View::object`] leaves objects whole (watches send objects).
+    Table(&'static str),
 }
 
 impl View {
@@ -47,7 +52,12 @@ impl View {
                 {
                     return Ok(Self::Metadata);
                 }
-                // Other conversions (Table, …) are not served: try the next range.
+                Some("Table") if group == Some("meta.k8s.io") => match version {
+                    Some("v1") => return Ok(Self::Table("v1")),
+                    Some("v1beta1") => return Ok(Self::Table("v1beta1")),
+                    _ => continue,
+                },
+                // Other conversions are not served: try the next range.
                 Some(_) => continue,
             }
         }
@@ -55,7 +65,7 @@ impl View {
             406,
             "NotAcceptable",
             format!(
-                "only the following media types are accepted: application/json, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1; got {accept:?}"
+                "only the following media types are accepted: application/json, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json;as=Table;g=meta.k8s.io;v=v1; got {accept:?}"
             ),
         ))
     }
@@ -63,7 +73,7 @@ impl View {
     /// Shows one (already presented) object.
     pub fn object(self, object: Value) -> Value {
         match self {
-            Self::Object => object,
+            Self::Object | Self::Table(_) => object,
             Self::Metadata => {
                 let metadata = match object {
                     Value::Object(mut map) => map.remove("metadata").unwrap_or(Value::Null),
@@ -77,7 +87,7 @@ impl View {
     /// The `(kind, apiVersion)` of a list, given the resource's own.
     pub fn list_type(self, list_kind: &str, api_version: String) -> (String, String) {
         match self {
-            Self::Object => (list_kind.to_owned(), api_version),
+            Self::Object | Self::Table(_) => (list_kind.to_owned(), api_version),
             Self::Metadata => ("PartialObjectMetadataList".into(), "meta.k8s.io/v1".into()),
         }
     }
@@ -85,7 +95,7 @@ impl View {
     /// The `(kind, apiVersion)` of a bookmark object, given the resource's own.
     pub fn object_type(self, kind: &str, api_version: String) -> (String, String) {
         match self {
-            Self::Object => (kind.to_owned(), api_version),
+            Self::Object | Self::Table(_) => (kind.to_owned(), api_version),
             Self::Metadata => ("PartialObjectMetadata".into(), "meta.k8s.io/v1".into()),
         }
     }
@@ -105,8 +115,10 @@ mod tests {
         assert_eq!(View::negotiate(Some(list)).ok(), Some(View::Metadata));
         // kubectl asks for a Table first and falls back to JSON.
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-        assert_eq!(View::negotiate(Some(table)).ok(), Some(View::Object));
-        let none = View::negotiate(Some("application/json;as=Table;v=v1;g=meta.k8s.io"));
+        assert_eq!(View::negotiate(Some(table)).ok(), Some(View::Table("v1")));
+        let beta = "application/json;as=Table;v=v1beta1;g=meta.k8s.io";
+        assert_eq!(View::negotiate(Some(beta)).ok(), Some(View::Table("v1beta1")));
+        let none = View::negotiate(Some("application/json;as=Table;v=v2;g=meta.k8s.io"));
         assert_eq!(none.err().map(|e| e.code), Some(406));
     }
 
