@@ -144,7 +144,7 @@ pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Ap
     let mut findings = Findings::default();
     let mut path = Path::default();
     validate::validate(root, object, old, &mut path, &mut findings);
-    if findings.blocking() {
+    if findings.blocking() && root.has_rules {
         findings.push(
             "<nil>".into(),
             "FieldValueInvalid",

@@ -105,14 +105,14 @@ impl Pruner {
                     self.path.pop();
                 }
                 None if schema.preserve_unknown => {}
-                None => remove.push((key.clone(), true)),
+                None => {
+                    self.record(key);
+                    remove.push((key.clone(), true));
+                }
             }
         }
-        for (key, unknown) in remove {
+        for (key, _) in remove {
             map.remove(&key);
-            if unknown {
-                self.record(&key);
-            }
         }
     }
 }
