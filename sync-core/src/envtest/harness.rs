@@ -450,6 +450,12 @@ impl TestEnv {
         self.shared.denials.all()
     }
 
+    /// The server state, to drive [`super::handler::handle`] in-process without a
+    /// connection (property tests, benchmarks).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// Fault injection.
     pub fn faults(&self) -> &Faults {
         &self.shared.faults

@@ -271,3 +271,19 @@ fn body_types() {
     assert_eq!(BodyType::of(Some("application/yaml")), BodyType::Yaml);
     assert_eq!(BodyType::of(Some("text/plain")), BodyType::Other);
 }
+
+#[test]
+fn protobuf_accept_falls_back_to_json() {
+    use crate::envtest::view::View;
+    // What client-go's typed clients (and so kubectl) send: JSON is acceptable, so JSON it is.
+    let accept = "application/vnd.kubernetes.protobuf,application/json";
+    assert_eq!(View::negotiate(Some(accept)).ok(), Some(View::Object));
+    let accept = "application/vnd.kubernetes.protobuf, */*";
+    assert_eq!(View::negotiate(Some(accept)).ok(), Some(View::Object));
+    // Protobuf only: not served (kube-apiserver would answer protobuf for built-ins).
+    let only = View::negotiate(Some("application/vnd.kubernetes.protobuf"));
+    assert_eq!(
+        only.err().map(|e| (e.code, e.reason)),
+        Some((406, "NotAcceptable".to_owned()))
+    );
+}
