@@ -1,5 +1,6 @@
 //! Raw HTTP helpers shared by the schema and CEL suites: the exact status, body and
 //! `Warning` headers of a request.
+#![allow(dead_code)]
 
 use http_body_util::BodyExt;
 use serde_json::Value;
