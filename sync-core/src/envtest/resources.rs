@@ -267,11 +267,6 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceInfo> {
 
 /// [`from_crd`], reusing the schemas `previous` compiled from the same CRD generation.
 pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<ResourceInfo> {
-    from_crd_reusing(crd, None)
-}
-
-/// [`from_crd`], reusing the schemas `previous` compiled from the same CRD generation.
-pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];
     let names = &spec["names"];
     let group = spec["group"].as_str().unwrap_or_default();
