@@ -14,7 +14,8 @@ use sync_core::envtest::TestEnv;
 const RULES: &str = "/apis/cel.example.com/v1/namespaces/test/rules";
 
 fn rules_crd(extra_rule: Option<&str>) -> Value {
-    let mut root_rules = vec![json!({"rule": "self.metadata.name.startsWith('r')", "message": "name must start with r"})];
+    let mut root_rules =
+        vec![json!({"rule": "self.metadata.name.startsWith('r')", "message": "name must start with r"})];
     if let Some(rule) = extra_rule {
         root_rules.push(json!({"rule": rule}));
     }
@@ -106,20 +107,104 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
     let reply = create(&env, RULES, &rule("r-ok", ok)).await?;
     expect(&reply, 201)?;
     let cases: Vec<(&str, Value, &str, &str, &str)> = vec![
-        ("r1", json!({"min": 6}), "spec", "FieldValueInvalid", "Invalid value: min must not exceed max"),
-        ("r2", json!({"secret": "s"}), "spec", "FieldValueInvalid", "Invalid value: secret needs an owner, min is 1"),
-        ("r3", json!({"max": 100, "min": 1}), "spec.max", "FieldValueForbidden", "Forbidden: too big"),
-        ("r4", json!({"min": -1}), "spec", "FieldValueRequired", "Required value: min must be set non-negative"),
-        ("r5", json!({"x-mode": "c"}), "spec", "FieldValueInvalid", "Invalid value: escaped names"),
-        ("r6", json!({"names": ["nx1"]}), "spec.names", "FieldValueInvalid", "Invalid value: all"),
-        ("r7", json!({"names": ["n2x"]}), "spec.names", "FieldValueInvalid", "Invalid value: exists"),
-        ("r8", json!({"names": ["n11x", "n2x"]}), "spec.names", "FieldValueInvalid", "Invalid value: filter/map"),
-        ("r9", json!({"names": ["n1x", "n2x", "n2x"]}), "spec.names", "FieldValueInvalid", "Invalid value: exists_one"),
-        ("r10", json!({"names": ["n3x", "n2x", "n1x"]}), "spec.names", "FieldValueInvalid", "Invalid value: sorted"),
-        ("r11", json!({"labels": {"k": "long!"}}), "spec.labels[k]", "FieldValueInvalid", "Invalid value: \"long!\": failed rule: size(self) <= 3"),
-        ("r12", json!({"deadline": "2019-01-01T00:00:00Z"}), "spec.deadline", "FieldValueInvalid", "Invalid value: \"2019-01-01T00:00:00Z\": after 2020"),
-        ("r13", json!({"timeout": "2h"}), "spec.timeout", "FieldValueInvalid", "Invalid value: \"2h\": at most an hour"),
-        ("r14", json!({"missing": {}}), "spec.missing", "FieldValueInvalid", "Invalid value: \"object\": no such key: a evaluating rule: self.a == 'x'"),
+        (
+            "r1",
+            json!({"min": 6}),
+            "spec",
+            "FieldValueInvalid",
+            "Invalid value: min must not exceed max",
+        ),
+        (
+            "r2",
+            json!({"secret": "s"}),
+            "spec",
+            "FieldValueInvalid",
+            "Invalid value: secret needs an owner, min is 1",
+        ),
+        (
+            "r3",
+            json!({"max": 100, "min": 1}),
+            "spec.max",
+            "FieldValueForbidden",
+            "Forbidden: too big",
+        ),
+        (
+            "r4",
+            json!({"min": -1}),
+            "spec",
+            "FieldValueRequired",
+            "Required value: min must be set non-negative",
+        ),
+        (
+            "r5",
+            json!({"x-mode": "c"}),
+            "spec",
+            "FieldValueInvalid",
+            "Invalid value: escaped names",
+        ),
+        (
+            "r6",
+            json!({"names": ["nx1"]}),
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: all",
+        ),
+        (
+            "r7",
+            json!({"names": ["n2x"]}),
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: exists",
+        ),
+        (
+            "r8",
+            json!({"names": ["n11x", "n2x"]}),
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: filter/map",
+        ),
+        (
+            "r9",
+            json!({"names": ["n1x", "n2x", "n2x"]}),
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: exists_one",
+        ),
+        (
+            "r10",
+            json!({"names": ["n3x", "n2x", "n1x"]}),
+            "spec.names",
+            "FieldValueInvalid",
+            "Invalid value: sorted",
+        ),
+        (
+            "r11",
+            json!({"labels": {"k": "long!"}}),
+            "spec.labels[k]",
+            "FieldValueInvalid",
+            "Invalid value: \"long!\": failed rule: size(self) <= 3",
+        ),
+        (
+            "r12",
+            json!({"deadline": "2019-01-01T00:00:00Z"}),
+            "spec.deadline",
+            "FieldValueInvalid",
+            "Invalid value: \"2019-01-01T00:00:00Z\": after 2020",
+        ),
+        (
+            "r13",
+            json!({"timeout": "2h"}),
+            "spec.timeout",
+            "FieldValueInvalid",
+            "Invalid value: \"2h\": at most an hour",
+        ),
+        (
+            "r14",
+            json!({"missing": {}}),
+            "spec.missing",
+            "FieldValueInvalid",
+            "Invalid value: \"object\": no such key: a evaluating rule: self.a == 'x'",
+        ),
     ];
     for (name, patch, field, reason, message) in cases {
         let mut spec = base();
@@ -135,9 +220,23 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
     // A rule on the resource root: `self.metadata.name`, reported at `<nil>`.
     let reply = create(&env, RULES, &rule("bad-name", base())).await?;
     expect(&reply, 422)?;
-    assert_eq!(reply.causes(), vec![("<nil>".into(), "FieldValueInvalid".into(), "Invalid value: name must start with r".into())]);
-    assert_eq!(reply.body["message"], "Rule.cel.example.com \"bad-name\" is invalid: <nil>: Invalid value: name must start with r");
-    assert!(env.skipped_cel_rules().is_empty(), "{:?}", env.skipped_cel_rules());
+    assert_eq!(
+        reply.causes(),
+        vec![(
+            "<nil>".into(),
+            "FieldValueInvalid".into(),
+            "Invalid value: name must start with r".into()
+        )]
+    );
+    assert_eq!(
+        reply.body["message"],
+        "Rule.cel.example.com \"bad-name\" is invalid: <nil>: Invalid value: name must start with r"
+    );
+    assert!(
+        env.skipped_cel_rules().is_empty(),
+        "{:?}",
+        env.skipped_cel_rules()
+    );
     Ok(())
 }
 
@@ -145,23 +244,49 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
 async fn transition_rules_run_on_update_only() -> TestResult {
     let env = env_with(None).await?;
     let mut spec = base();
-    json_patch::merge(&mut spec, &json!({"immutable": "a", "growing": 5, "ports": [{"name": "http", "port": 80}]}));
+    json_patch::merge(
+        &mut spec,
+        &json!({"immutable": "a", "growing": 5, "ports": [{"name": "http", "port": 80}]}),
+    );
     expect(&create(&env, RULES, &rule("r-t", spec)).await?, 201)?;
     let path = format!("{RULES}/r-t");
     let reply = merge(&env, &path, &json!({"spec": {"immutable": "b"}})).await?;
     expect(&reply, 422)?;
-    assert_eq!(reply.causes(), vec![("spec.immutable".into(), "FieldValueInvalid".into(), "Invalid value: \"b\": Value is immutable".into())]);
+    assert_eq!(
+        reply.causes(),
+        vec![(
+            "spec.immutable".into(),
+            "FieldValueInvalid".into(),
+            "Invalid value: \"b\": Value is immutable".into()
+        )]
+    );
     let reply = merge(&env, &path, &json!({"spec": {"growing": 4}})).await?;
     expect(&reply, 422)?;
     assert_eq!(reply.causes()[0].2, "Invalid value: 4: may only grow");
     expect(&merge(&env, &path, &json!({"spec": {"growing": 6}})).await?, 200)?;
     // Map-list items correlate by key: a new port has no oldSelf, a changed one does.
-    let reply = merge(&env, &path, &json!({"spec": {"ports": [{"name": "http", "port": 81}]}})).await?;
+    let reply = merge(
+        &env,
+        &path,
+        &json!({"spec": {"ports": [{"name": "http", "port": 81}]}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     assert_eq!(reply.causes()[0].0, "spec.ports[0].port");
-    expect(&merge(&env, &path, &json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})).await?, 200)?;
+    expect(
+        &merge(
+            &env,
+            &path,
+            &json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}}),
+        )
+        .await?,
+        200,
+    )?;
     // Removing the field: the transition rule has no new value to check.
-    expect(&merge(&env, &path, &json!({"spec": {"immutable": null}})).await?, 200)?;
+    expect(
+        &merge(&env, &path, &json!({"spec": {"immutable": null}})).await?,
+        200,
+    )?;
     Ok(())
 }
 
@@ -176,7 +301,11 @@ async fn rules_the_engine_cannot_run_are_reported_not_passed() -> TestResult {
     assert_eq!(skipped[0].crd, "rules.cel.example.com");
     let env = env_with(Some("self.spec.min ==")).await?;
     let skipped = env.skipped_cel_rules();
-    assert_eq!(skipped.len(), 1, "a rule that does not compile is reported at once: {skipped:?}");
+    assert_eq!(
+        skipped.len(),
+        1,
+        "a rule that does not compile is reported at once: {skipped:?}"
+    );
     assert!(skipped[0].reason.starts_with("does not compile"));
     Ok(())
 }
@@ -194,8 +323,21 @@ async fn authoritative_api_transitions(env: &TestEnv, machines: &str) -> TestRes
     let created = create(env, machines, &body).await?;
     expect(&created, 201)?;
     let status = format!("{machines}/m/status");
-    expect(&merge(env, &status, &json!({"status": {"authoritativeAPI": "MachineAPI"}})).await?, 200)?;
-    let reply = merge(env, &status, &json!({"status": {"authoritativeAPI": "ClusterAPI"}})).await?;
+    expect(
+        &merge(
+            env,
+            &status,
+            &json!({"status": {"authoritativeAPI": "MachineAPI"}}),
+        )
+        .await?,
+        200,
+    )?;
+    let reply = merge(
+        env,
+        &status,
+        &json!({"status": {"authoritativeAPI": "ClusterAPI"}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     let causes = reply.causes();
     assert_eq!(causes.len(), 1, "{causes:?}");
@@ -204,9 +346,30 @@ async fn authoritative_api_transitions(env: &TestEnv, machines: &str) -> TestRes
         causes[0].2,
         "Invalid value: \"ClusterAPI\": The authoritativeAPI field must not transition directly from MachineAPI to ClusterAPI or vice versa. It must transition through Migrating."
     );
-    expect(&merge(env, &status, &json!({"status": {"authoritativeAPI": "Migrating"}})).await?, 200)?;
-    expect(&merge(env, &status, &json!({"status": {"authoritativeAPI": "ClusterAPI"}})).await?, 200)?;
-    let reply = merge(env, &status, &json!({"status": {"authoritativeAPI": "MachineAPI"}})).await?;
+    expect(
+        &merge(
+            env,
+            &status,
+            &json!({"status": {"authoritativeAPI": "Migrating"}}),
+        )
+        .await?,
+        200,
+    )?;
+    expect(
+        &merge(
+            env,
+            &status,
+            &json!({"status": {"authoritativeAPI": "ClusterAPI"}}),
+        )
+        .await?,
+        200,
+    )?;
+    let reply = merge(
+        env,
+        &status,
+        &json!({"status": {"authoritativeAPI": "MachineAPI"}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     Ok(())
 }
@@ -214,16 +377,32 @@ async fn authoritative_api_transitions(env: &TestEnv, machines: &str) -> TestRes
 #[tokio::test]
 async fn authoritative_api_transition_rule_on_our_and_upstream_crds() -> TestResult {
     for dir in [deploy_crds(), upstream()] {
-        let env = TestEnv::builder().crd_dir(&dir).namespace("openshift-machine-api").start().await?;
-        authoritative_api_transitions(&env, "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines").await?;
-        assert!(env.skipped_cel_rules().is_empty(), "{:?}", env.skipped_cel_rules());
+        let env = TestEnv::builder()
+            .crd_dir(&dir)
+            .namespace("openshift-machine-api")
+            .start()
+            .await?;
+        authoritative_api_transitions(
+            &env,
+            "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines",
+        )
+        .await?;
+        assert!(
+            env.skipped_cel_rules().is_empty(),
+            "{:?}",
+            env.skipped_cel_rules()
+        );
     }
     Ok(())
 }
 
 #[tokio::test]
 async fn upstream_crds_are_served_and_validated() -> TestResult {
-    let env = TestEnv::builder().crd_dir(upstream()).namespace("ns").start().await?;
+    let env = TestEnv::builder()
+        .crd_dir(upstream())
+        .namespace("ns")
+        .start()
+        .await?;
     // Machine API: defaults, list-map keys, patterns, the status rules.
     let mapi = "/apis/machine.openshift.io/v1beta1/namespaces/ns";
     let machine = json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine", "metadata": {"name": "m"},
@@ -232,13 +411,23 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
                  "taints": [{"key": "k", "effect": "NoSchedule"}]}});
     let reply = create(&env, &format!("{mapi}/machines"), &machine).await?;
     expect(&reply, 201)?;
-    assert_eq!(reply.body["spec"]["authoritativeAPI"], "MachineAPI", "upstream default");
-    assert_eq!(reply.body["spec"]["providerSpec"]["value"], json!({"anything": {"kept": true}}));
+    assert_eq!(
+        reply.body["spec"]["authoritativeAPI"], "MachineAPI",
+        "upstream default"
+    );
+    assert_eq!(
+        reply.body["spec"]["providerSpec"]["value"],
+        json!({"anything": {"kept": true}})
+    );
     let bad = json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine", "metadata": {"name": "b"},
         "spec": {"authoritativeAPI": "Other", "lifecycleHooks": {"preDrain": [{"name": "h", "owner": "me-owner"}, {"name": "hook", "owner": "o"}]}}});
     let reply = create(&env, &format!("{mapi}/machines"), &bad).await?;
     expect(&reply, 422)?;
-    let fields: Vec<String> = reply.causes().into_iter().map(|c| format!("{}: {}", c.0, c.2)).collect();
+    let fields: Vec<String> = reply
+        .causes()
+        .into_iter()
+        .map(|c| format!("{}: {}", c.0, c.2))
+        .collect();
     assert_eq!(
         fields,
         vec![
@@ -251,7 +440,15 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     );
     // The synchronizedGeneration rule, with its fieldPath and reason.
     let status = format!("{mapi}/machines/m/status");
-    expect(&merge(&env, &status, &json!({"status": {"authoritativeAPI": "MachineAPI", "synchronizedGeneration": 5}})).await?, 200)?;
+    expect(
+        &merge(
+            &env,
+            &status,
+            &json!({"status": {"authoritativeAPI": "MachineAPI", "synchronizedGeneration": 5}}),
+        )
+        .await?,
+        200,
+    )?;
     let reply = merge(&env, &status, &json!({"status": {"synchronizedGeneration": 4}})).await?;
     expect(&reply, 422)?;
     assert_eq!(
@@ -266,42 +463,87 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     let reply = create(&env, &format!("{mapi}/machinesets"), &set).await?;
     expect(&reply, 201)?;
     assert_eq!(reply.body["spec"]["replicas"], 1);
-    assert_eq!(reply.body["spec"]["template"]["spec"]["authoritativeAPI"], "MachineAPI");
+    assert_eq!(
+        reply.body["spec"]["template"]["spec"]["authoritativeAPI"],
+        "MachineAPI"
+    );
     let status = format!("{mapi}/machinesets/s/status");
-    expect(&merge(&env, &status, &json!({"status": {"replicas": 0}})).await?, 200)?;
+    expect(
+        &merge(&env, &status, &json!({"status": {"replicas": 0}})).await?,
+        200,
+    )?;
     let reply = merge(&env, &status, &json!({"status": {"replicas": 1}})).await?;
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
         vec![("status".into(), "FieldValueInvalid".into(), "Invalid value: \"object\": no such key: authoritativeAPI evaluating rule: authoritativeAPI cannot be unset once it has been set".into())]
     );
-    expect(&merge(&env, &status, &json!({"status": {"replicas": 1, "authoritativeAPI": "MachineAPI"}})).await?, 200)?;
+    expect(
+        &merge(
+            &env,
+            &status,
+            &json!({"status": {"replicas": 1, "authoritativeAPI": "MachineAPI"}}),
+        )
+        .await?,
+        200,
+    )?;
 
     // Cluster API Machine: v1beta2 stored, v1beta1 served; required fields, the nodeRef rule.
     let capi = "/apis/cluster.x-k8s.io";
     let m = json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine", "metadata": {"name": "c"},
         "spec": {"clusterName": "cluster", "bootstrap": {"dataSecretName": "s"},
                  "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachine", "name": "c"}}});
-    expect(&create(&env, &format!("{capi}/v1beta1/namespaces/ns/machines"), &m).await?, 201)?;
+    expect(
+        &create(&env, &format!("{capi}/v1beta1/namespaces/ns/machines"), &m).await?,
+        201,
+    )?;
     let v2 = common::get(&env, &format!("{capi}/v1beta2/namespaces/ns/machines/c")).await?;
     assert_eq!(v2.body["apiVersion"], "cluster.x-k8s.io/v1beta2");
     let missing = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "d"}, "spec": {"clusterName": ""}});
     let reply = create(&env, &format!("{capi}/v1beta2/namespaces/ns/machines"), &missing).await?;
     expect(&reply, 422)?;
     let fields: Vec<String> = reply.causes().into_iter().map(|c| c.0).collect();
-    assert_eq!(fields, vec!["spec.bootstrap", "spec.infrastructureRef", "spec.clusterName", "<nil>"]);
+    assert_eq!(
+        fields,
+        vec![
+            "spec.bootstrap",
+            "spec.infrastructureRef",
+            "spec.clusterName",
+            "<nil>"
+        ]
+    );
     let status = format!("{capi}/v1beta2/namespaces/ns/machines/c/status");
     // CEL's `matches` is an unanchored search (as in kube-apiserver): "Bad_Node" passes this
     // upstream rule; a name with no lower-case letter or digit does not.
-    expect(&merge(&env, &status, &json!({"status": {"nodeRef": {"name": "Bad_Node"}}})).await?, 200)?;
+    expect(
+        &merge(
+            &env,
+            &status,
+            &json!({"status": {"nodeRef": {"name": "Bad_Node"}}}),
+        )
+        .await?,
+        200,
+    )?;
     let reply = merge(&env, &status, &json!({"status": {"nodeRef": {"name": "NODE"}}})).await?;
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
         vec![("status.nodeRef.name".into(), "FieldValueInvalid".into(), "Invalid value: \"NODE\": name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.".into())]
     );
-    expect(&merge(&env, &status, &json!({"status": {"nodeRef": {"name": "node-1"}, "phase": "Running"}})).await?, 200)?;
+    expect(
+        &merge(
+            &env,
+            &status,
+            &json!({"status": {"nodeRef": {"name": "node-1"}, "phase": "Running"}}),
+        )
+        .await?,
+        200,
+    )?;
 
-    assert!(env.skipped_cel_rules().is_empty(), "{:?}", env.skipped_cel_rules());
+    assert!(
+        env.skipped_cel_rules().is_empty(),
+        "{:?}",
+        env.skipped_cel_rules()
+    );
     Ok(())
 }

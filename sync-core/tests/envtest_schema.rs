@@ -36,8 +36,16 @@ async fn valid_objects_are_accepted_and_defaulted() -> TestResult {
     expect(&reply, 201)?;
     let spec = &reply.body["spec"];
     assert_eq!(spec["replicas"], 1, "default of a missing scalar");
-    assert_eq!(spec["nested"], json!({"level": "info"}), "defaults inside a defaulted object");
-    assert_eq!(spec["ports"], json!([{"name": "http", "port": 80}]), "defaults in list items");
+    assert_eq!(
+        spec["nested"],
+        json!({"level": "info"}),
+        "defaults inside a defaulted object"
+    );
+    assert_eq!(
+        spec["ports"],
+        json!([{"name": "http", "port": 80}]),
+        "defaults in list items"
+    );
     assert!(spec.get("name").is_none(), "a null non-nullable field is dropped");
     assert_eq!(spec["nullable"], Value::Null, "a null nullable field is kept");
     assert!(spec.as_object().is_some_and(|s| s.contains_key("nullable")));
@@ -57,7 +65,10 @@ async fn valid_objects_are_accepted_and_defaulted() -> TestResult {
     )
     .await?;
     expect(&reply, 201)?;
-    assert_eq!(reply.body["spec"]["config"], json!({"anything": {"goes": [1, 2]}}));
+    assert_eq!(
+        reply.body["spec"]["config"],
+        json!({"anything": {"goes": [1, 2]}})
+    );
     assert_eq!(reply.body["spec"]["template"]["spec"], json!({"x": 1}));
     Ok(())
 }
@@ -66,32 +77,162 @@ async fn valid_objects_are_accepted_and_defaulted() -> TestResult {
 async fn each_keyword_is_enforced_with_kube_apiserver_messages() -> TestResult {
     let env = gadget_env().await?;
     let cases: Vec<(Value, &str, &str, &str)> = vec![
-        (json!({"replicas": -1}), "spec.replicas", "FieldValueInvalid", "Invalid value: -1: spec.replicas in body should be greater than or equal to 0"),
-        (json!({"replicas": 11}), "spec.replicas", "FieldValueInvalid", "Invalid value: 11: spec.replicas in body should be less than or equal to 10"),
-        (json!({"replicas": "3"}), "spec.replicas", "FieldValueTypeInvalid", "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""),
-        (json!({"replicas": 1.5}), "spec.replicas", "FieldValueTypeInvalid", "Invalid value: \"number\": spec.replicas in body must be of type integer: \"number\""),
-        (json!({"mode": "x"}), "spec.mode", "FieldValueNotSupported", "Unsupported value: \"x\": supported values: \"fast\", \"slow\""),
-        (json!({"name": "ab"}), "spec.name", "FieldValueInvalid", "Invalid value: \"ab\": spec.name in body should be at least 3 chars long"),
-        (json!({"name": "abcdefghi"}), "spec.name", "FieldValueTooLong", "Too long: may not be more than 8 bytes"),
-        (json!({"name": "ABC"}), "spec.name", "FieldValueInvalid", "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'"),
-        (json!({"ratio": 0}), "spec.ratio", "FieldValueInvalid", "Invalid value: 0: spec.ratio in body should be greater than 0"),
-        (json!({"ratio": 1}), "spec.ratio", "FieldValueInvalid", "Invalid value: 1: spec.ratio in body should be less than 1"),
-        (json!({"step": 7}), "spec.step", "FieldValueInvalid", "Invalid value: 7: spec.step in body should be a multiple of 5"),
-        (json!({"created": "yesterday"}), "spec.created", "FieldValueTypeInvalid", "Invalid value: \"yesterday\": spec.created in body must be of type date-time: \"yesterday\""),
-        (json!({"data": "%%%"}), "spec.data", "FieldValueTypeInvalid", "Invalid value: \"%%%\": spec.data in body must be of type byte: \"%%%\""),
-        (json!({"tags": []}), "spec.tags", "FieldValueInvalid", "Invalid value: 0: spec.tags in body should have at least 1 items"),
-        (json!({"tags": ["a", "b", "c", "d"]}), "spec.tags", "FieldValueTooMany", "Too many: 4: must have at most 3 items"),
-        (json!({"unique": ["a", "a"]}), "spec.unique", "FieldValueInvalid", "Invalid value: \"\": spec.unique in body shouldn't contain duplicates"),
-        (json!({"set": ["a", "b", "a"]}), "spec.set[2]", "FieldValueDuplicate", "Duplicate value: \"a\""),
-        (json!({"ports": [{"name": "a"}, {"name": "a", "port": 81}]}), "spec.ports[1]", "FieldValueDuplicate", "Duplicate value: {\"name\":\"a\"}"),
-        (json!({"ports": [{"port": 1}]}), "spec.ports[0].name", "FieldValueRequired", "Required value"),
-        (json!({"labels": {}}), "spec.labels", "FieldValueInvalid", "Invalid value: 0: spec.labels in body should have at least 1 properties"),
-        (json!({"labels": {"a": "1", "b": "2", "c": "3"}}), "spec.labels", "FieldValueTooMany", "Too many: 3: must have at most 2 items"),
-        (json!({"labels": {"a": 1}}), "spec.labels.a", "FieldValueTypeInvalid", "Invalid value: \"integer\": spec.labels.a in body must be of type string: \"integer\""),
-        (json!({"port": true}), "spec.port", "FieldValueTypeInvalid", "Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\""),
-        (json!({"template": {"kind": "Pod"}}), "spec.template.apiVersion", "FieldValueRequired", "Required value: must not be empty"),
-        (json!({"atomic": {"a": 1}}), "spec.atomic.a", "FieldValueTypeInvalid", "Invalid value: \"integer\": spec.atomic.a in body must be of type string: \"integer\""),
-        (json!({"mode": null}), "spec.mode", "FieldValueRequired", "Required value"),
+        (
+            json!({"replicas": -1}),
+            "spec.replicas",
+            "FieldValueInvalid",
+            "Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
+        ),
+        (
+            json!({"replicas": 11}),
+            "spec.replicas",
+            "FieldValueInvalid",
+            "Invalid value: 11: spec.replicas in body should be less than or equal to 10",
+        ),
+        (
+            json!({"replicas": "3"}),
+            "spec.replicas",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
+        ),
+        (
+            json!({"replicas": 1.5}),
+            "spec.replicas",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"number\": spec.replicas in body must be of type integer: \"number\"",
+        ),
+        (
+            json!({"mode": "x"}),
+            "spec.mode",
+            "FieldValueNotSupported",
+            "Unsupported value: \"x\": supported values: \"fast\", \"slow\"",
+        ),
+        (
+            json!({"name": "ab"}),
+            "spec.name",
+            "FieldValueInvalid",
+            "Invalid value: \"ab\": spec.name in body should be at least 3 chars long",
+        ),
+        (
+            json!({"name": "abcdefghi"}),
+            "spec.name",
+            "FieldValueTooLong",
+            "Too long: may not be more than 8 bytes",
+        ),
+        (
+            json!({"name": "ABC"}),
+            "spec.name",
+            "FieldValueInvalid",
+            "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'",
+        ),
+        (
+            json!({"ratio": 0}),
+            "spec.ratio",
+            "FieldValueInvalid",
+            "Invalid value: 0: spec.ratio in body should be greater than 0",
+        ),
+        (
+            json!({"ratio": 1}),
+            "spec.ratio",
+            "FieldValueInvalid",
+            "Invalid value: 1: spec.ratio in body should be less than 1",
+        ),
+        (
+            json!({"step": 7}),
+            "spec.step",
+            "FieldValueInvalid",
+            "Invalid value: 7: spec.step in body should be a multiple of 5",
+        ),
+        (
+            json!({"created": "yesterday"}),
+            "spec.created",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"yesterday\": spec.created in body must be of type date-time: \"yesterday\"",
+        ),
+        (
+            json!({"data": "%%%"}),
+            "spec.data",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"%%%\": spec.data in body must be of type byte: \"%%%\"",
+        ),
+        (
+            json!({"tags": []}),
+            "spec.tags",
+            "FieldValueInvalid",
+            "Invalid value: 0: spec.tags in body should have at least 1 items",
+        ),
+        (
+            json!({"tags": ["a", "b", "c", "d"]}),
+            "spec.tags",
+            "FieldValueTooMany",
+            "Too many: 4: must have at most 3 items",
+        ),
+        (
+            json!({"unique": ["a", "a"]}),
+            "spec.unique",
+            "FieldValueInvalid",
+            "Invalid value: \"\": spec.unique in body shouldn't contain duplicates",
+        ),
+        (
+            json!({"set": ["a", "b", "a"]}),
+            "spec.set[2]",
+            "FieldValueDuplicate",
+            "Duplicate value: \"a\"",
+        ),
+        (
+            json!({"ports": [{"name": "a"}, {"name": "a", "port": 81}]}),
+            "spec.ports[1]",
+            "FieldValueDuplicate",
+            "Duplicate value: {\"name\":\"a\"}",
+        ),
+        (
+            json!({"ports": [{"port": 1}]}),
+            "spec.ports[0].name",
+            "FieldValueRequired",
+            "Required value",
+        ),
+        (
+            json!({"labels": {}}),
+            "spec.labels",
+            "FieldValueInvalid",
+            "Invalid value: 0: spec.labels in body should have at least 1 properties",
+        ),
+        (
+            json!({"labels": {"a": "1", "b": "2", "c": "3"}}),
+            "spec.labels",
+            "FieldValueTooMany",
+            "Too many: 3: must have at most 2 items",
+        ),
+        (
+            json!({"labels": {"a": 1}}),
+            "spec.labels.a",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"integer\": spec.labels.a in body must be of type string: \"integer\"",
+        ),
+        (
+            json!({"port": true}),
+            "spec.port",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
+        ),
+        (
+            json!({"template": {"kind": "Pod"}}),
+            "spec.template.apiVersion",
+            "FieldValueRequired",
+            "Required value: must not be empty",
+        ),
+        (
+            json!({"atomic": {"a": 1}}),
+            "spec.atomic.a",
+            "FieldValueTypeInvalid",
+            "Invalid value: \"integer\": spec.atomic.a in body must be of type string: \"integer\"",
+        ),
+        (
+            json!({"mode": null}),
+            "spec.mode",
+            "FieldValueRequired",
+            "Required value",
+        ),
     ];
     for (i, (patch, field, reason, message)) in cases.into_iter().enumerate() {
         let mut spec = json!({"mode": "fast"});
@@ -120,15 +261,27 @@ async fn each_keyword_is_enforced_with_kube_apiserver_messages() -> TestResult {
 #[tokio::test]
 async fn several_violations_are_one_invalid_with_a_cause_each() -> TestResult {
     let env = gadget_env().await?;
-    let reply = create(&env, GADGETS, &gadget("many", json!({"replicas": -1, "name": "ABC"}))).await?;
+    let reply = create(
+        &env,
+        GADGETS,
+        &gadget("many", json!({"replicas": -1, "name": "ABC"})),
+    )
+    .await?;
     expect(&reply, 422)?;
     let causes = reply.causes();
     assert_eq!(causes.len(), 3, "{causes:?}");
-    assert!(causes.iter().any(|c| c.0 == "spec.mode" && c.2 == "Required value"));
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.0 == "spec.mode" && c.2 == "Required value")
+    );
     assert!(causes.iter().any(|c| c.0 == "spec.replicas"));
     assert!(causes.iter().any(|c| c.0 == "spec.name"));
     let message = reply.body["message"].as_str().unwrap_or_default();
-    assert!(message.starts_with("Gadget.schema.example.com \"many\" is invalid: ["), "{message}");
+    assert!(
+        message.starts_with("Gadget.schema.example.com \"many\" is invalid: ["),
+        "{message}"
+    );
     Ok(())
 }
 
@@ -143,7 +296,12 @@ fn with_unknown(name: &str) -> Value {
 #[tokio::test]
 async fn unknown_fields_under_each_field_validation_mode() -> TestResult {
     let env = gadget_env().await?;
-    let strict = create(&env, &format!("{GADGETS}?fieldValidation=Strict"), &with_unknown("s")).await?;
+    let strict = create(
+        &env,
+        &format!("{GADGETS}?fieldValidation=Strict"),
+        &with_unknown("s"),
+    )
+    .await?;
     expect(&strict, 400)?;
     assert_eq!(strict.body["reason"], "BadRequest");
     assert_eq!(
@@ -162,31 +320,60 @@ async fn unknown_fields_under_each_field_validation_mode() -> TestResult {
             "299 - \"unknown field \\\"spec.ports[0].bar\\\"\"",
         ]
     );
-    let explicit = create(&env, &format!("{GADGETS}?fieldValidation=Warn"), &with_unknown("w2")).await?;
+    let explicit = create(
+        &env,
+        &format!("{GADGETS}?fieldValidation=Warn"),
+        &with_unknown("w2"),
+    )
+    .await?;
     assert_eq!(explicit.warnings.len(), 3);
 
-    let ignore = create(&env, &format!("{GADGETS}?fieldValidation=Ignore"), &with_unknown("i")).await?;
+    let ignore = create(
+        &env,
+        &format!("{GADGETS}?fieldValidation=Ignore"),
+        &with_unknown("i"),
+    )
+    .await?;
     expect(&ignore, 201)?;
     assert!(ignore.warnings.is_empty());
     for reply in [&warn, &ignore] {
         let spec = &reply.body["spec"];
         assert!(spec.get("foo").is_none());
         assert_eq!(spec["ports"], json!([{"name": "a", "port": 80}]));
-        assert_eq!(spec["config"], json!({"kept": 3}), "preserve-unknown-fields keeps everything");
+        assert_eq!(
+            spec["config"],
+            json!({"kept": 3}),
+            "preserve-unknown-fields keeps everything"
+        );
         assert!(reply.body["metadata"].get("junk").is_none());
     }
 
     // A merge patch adding an unknown field, strict: 400; the same patch warned: pruned.
     let patch = json!({"spec": {"extra": true}});
-    let reply = call(&env, "PATCH", &format!("{GADGETS}/i?fieldValidation=Strict"), "application/merge-patch+json", &patch).await?;
+    let reply = call(
+        &env,
+        "PATCH",
+        &format!("{GADGETS}/i?fieldValidation=Strict"),
+        "application/merge-patch+json",
+        &patch,
+    )
+    .await?;
     expect(&reply, 400)?;
-    assert_eq!(reply.body["message"], "strict decoding error: unknown field \"spec.extra\"");
+    assert_eq!(
+        reply.body["message"],
+        "strict decoding error: unknown field \"spec.extra\""
+    );
     let reply = merge(&env, &format!("{GADGETS}/i"), &patch).await?;
     expect(&reply, 200)?;
     assert!(reply.body["spec"].get("extra").is_none());
     assert_eq!(reply.warnings, vec!["299 - \"unknown field \\\"spec.extra\\\"\""]);
 
-    let bad = create(&env, &format!("{GADGETS}?fieldValidation=Loud"), &with_unknown("x")).await?;
+    let bad = create(
+        &env,
+        &format!("{GADGETS}?fieldValidation=Loud"),
+        &with_unknown("x"),
+    )
+    .await?;
     expect(&bad, 400)?;
     Ok(())
 }
@@ -194,19 +381,50 @@ async fn unknown_fields_under_each_field_validation_mode() -> TestResult {
 #[tokio::test]
 async fn status_and_scale_subresources_are_validated() -> TestResult {
     let env = gadget_env().await?;
-    expect(&create(&env, GADGETS, &gadget("st", json!({"mode": "fast"}))).await?, 201)?;
-    let reply = merge(&env, &format!("{GADGETS}/st/status"), &json!({"status": {"phase": "Bad", "replicas": 1}})).await?;
+    expect(
+        &create(&env, GADGETS, &gadget("st", json!({"mode": "fast"}))).await?,
+        201,
+    )?;
+    let reply = merge(
+        &env,
+        &format!("{GADGETS}/st/status"),
+        &json!({"status": {"phase": "Bad", "replicas": 1}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
-        vec![("status.phase".into(), "FieldValueNotSupported".into(), "Unsupported value: \"Bad\": supported values: \"Pending\", \"Running\"".into())]
+        vec![(
+            "status.phase".into(),
+            "FieldValueNotSupported".into(),
+            "Unsupported value: \"Bad\": supported values: \"Pending\", \"Running\"".into()
+        )]
     );
-    let reply = merge(&env, &format!("{GADGETS}/st/status"), &json!({"status": {"phase": "Running", "replicas": 1}})).await?;
+    let reply = merge(
+        &env,
+        &format!("{GADGETS}/st/status"),
+        &json!({"status": {"phase": "Running", "replicas": 1}}),
+    )
+    .await?;
     expect(&reply, 200)?;
-    let reply = call(&env, "PATCH", &format!("{GADGETS}/st/scale"), "application/merge-patch+json", &json!({"spec": {"replicas": 11}})).await?;
+    let reply = call(
+        &env,
+        "PATCH",
+        &format!("{GADGETS}/st/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 11}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     assert_eq!(reply.causes()[0].0, "spec.replicas");
-    let reply = call(&env, "PATCH", &format!("{GADGETS}/st/scale"), "application/merge-patch+json", &json!({"spec": {"replicas": 4}})).await?;
+    let reply = call(
+        &env,
+        "PATCH",
+        &format!("{GADGETS}/st/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 4}}),
+    )
+    .await?;
     expect(&reply, 200)?;
     assert_eq!(reply.body["spec"]["replicas"], 4);
     Ok(())
@@ -224,7 +442,10 @@ async fn change_schema(env: &TestEnv, change: impl FnOnce(&mut Value)) -> TestRe
 #[tokio::test]
 async fn defaults_added_later_apply_on_read() -> TestResult {
     let env = gadget_env().await?;
-    expect(&create(&env, GADGETS, &gadget("old", json!({"mode": "fast"}))).await?, 201)?;
+    expect(
+        &create(&env, GADGETS, &gadget("old", json!({"mode": "fast"}))).await?,
+        201,
+    )?;
     change_schema(&env, |props| {
         props["added"] = json!({"type": "string", "default": "later"});
     })
@@ -239,15 +460,31 @@ async fn defaults_added_later_apply_on_read() -> TestResult {
 #[tokio::test]
 async fn unchanged_invalid_values_are_ratcheted_on_update() -> TestResult {
     let env = gadget_env().await?;
-    expect(&create(&env, GADGETS, &gadget("r", json!({"mode": "fast", "name": "abcdef"}))).await?, 201)?;
+    expect(
+        &create(
+            &env,
+            GADGETS,
+            &gadget("r", json!({"mode": "fast", "name": "abcdef"})),
+        )
+        .await?,
+        201,
+    )?;
     change_schema(&env, |props| {
         props["name"]["maxLength"] = json!(4);
     })
     .await?;
     // The name is not touched: the stricter schema does not reject the update.
-    expect(&merge(&env, &format!("{GADGETS}/r"), &json!({"spec": {"mode": "slow"}})).await?, 200)?;
+    expect(
+        &merge(&env, &format!("{GADGETS}/r"), &json!({"spec": {"mode": "slow"}})).await?,
+        200,
+    )?;
     // Changing it to another too-long value is rejected.
-    let reply = merge(&env, &format!("{GADGETS}/r"), &json!({"spec": {"name": "abcdefg"}})).await?;
+    let reply = merge(
+        &env,
+        &format!("{GADGETS}/r"),
+        &json!({"spec": {"name": "abcdefg"}}),
+    )
+    .await?;
     expect(&reply, 422)?;
     assert_eq!(reply.causes()[0].2, "Too long: may not be more than 4 bytes");
     Ok(())
@@ -273,7 +510,10 @@ fn two_versions(conversion: Value) -> Value {
 
 #[tokio::test]
 async fn objects_are_stored_in_the_storage_version_and_served_in_every_version() -> TestResult {
-    for conversion in [json!({"strategy": "None"}), json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://conversion.invalid"}}})] {
+    for conversion in [
+        json!({"strategy": "None"}),
+        json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://conversion.invalid"}}}),
+    ] {
         let env = TestEnv::builder()
             .namespace("test")
             .crd_object(serde_json::from_value(two_versions(conversion))?)
@@ -290,7 +530,9 @@ async fn objects_are_stored_in_the_storage_version_and_served_in_every_version()
         let v2 = get(&env, &format!("{base}/v2/namespaces/test/widgets")).await?;
         assert_eq!(v2.body["items"][0]["apiVersion"], "versions.example.com/v2");
         // Written back through v2 unchanged: no new generation (stored as v1 all along).
-        let mut same = get(&env, &format!("{base}/v2/namespaces/test/widgets/w")).await?.body;
+        let mut same = get(&env, &format!("{base}/v2/namespaces/test/widgets/w"))
+            .await?
+            .body;
         same["metadata"]["labels"] = json!({"a": "b"});
         let updated = put(&env, &format!("{base}/v2/namespaces/test/widgets/w"), &same).await?;
         expect(&updated, 200)?;

@@ -158,7 +158,10 @@ pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Ap
     if findings.issues.is_empty() {
         return Ok(());
     }
-    let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let causes = findings.issues.into_iter().map(|i| i.cause).collect();
     Err(ApiError::invalid(&info.group, &info.kind, &name, causes))
 }

@@ -108,13 +108,7 @@ fn kubernetes_library(env: &mut Env) -> Result<(), cel::DeclarationError> {
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], k8s::sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], k8s::min)?;
     env.add_member_overload("max", "list_max", LIST_TYPE, vec![], k8s::max)?;
-    env.add_member_overload(
-        "find",
-        "string_find",
-        STRING_TYPE,
-        vec![STRING_TYPE],
-        k8s::find,
-    )?;
+    env.add_member_overload("find", "string_find", STRING_TYPE, vec![STRING_TYPE], k8s::find)?;
     env.add_member_overload(
         "findAll",
         "string_find_all",
@@ -171,9 +165,10 @@ mod k8s {
         let mut total = Value::Int(0);
         for item in items {
             total = match (total, item) {
-                (Value::Int(a), Value::Int(b)) => Value::Int(a.checked_add(b).ok_or_else(|| {
-                    ExecutionError::function_error("sum", "integer overflow")
-                })?),
+                (Value::Int(a), Value::Int(b)) => Value::Int(
+                    a.checked_add(b)
+                        .ok_or_else(|| ExecutionError::function_error("sum", "integer overflow"))?,
+                ),
                 (Value::Int(0), Value::Float(b)) => Value::Float(b),
                 (Value::Float(a), Value::Float(b)) => Value::Float(a + b),
                 (Value::Int(0), Value::UInt(b)) => Value::UInt(b),
@@ -228,7 +223,10 @@ mod k8s {
             args.first().map(value).transpose()?,
             args.get(1).map(value).transpose()?,
         ) else {
-            return Err(ExecutionError::function_error(function, "expects a string and a pattern"));
+            return Err(ExecutionError::function_error(
+                function,
+                "expects a string and a pattern",
+            ));
         };
         let re = regex::Regex::new(&p).map_err(|e| ExecutionError::function_error(function, e))?;
         Ok((s.as_ref().clone(), re))
@@ -251,8 +249,24 @@ mod k8s {
 }
 
 const RESERVED: [&str; 18] = [
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-    "if", "import", "let", "loop", "package", "namespace", "return",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
 ];
 
 /// Escapes a property name into a CEL identifier, as Kubernetes does (`x-y` is `x__dash__y`).
@@ -462,7 +476,11 @@ impl Rule {
         }
     }
 
-    fn context(&self, this: &CelValue, old: Option<&CelValue>) -> Result<Context<'static, 'static>, ExecutionError> {
+    fn context(
+        &self,
+        this: &CelValue,
+        old: Option<&CelValue>,
+    ) -> Result<Context<'static, 'static>, ExecutionError> {
         let mut ctx = Context::with_env(ENV.clone());
         ctx.add_variable_as_val("self", this.clone().try_into()?);
         if self.optional_old_self {
@@ -588,7 +606,14 @@ pub fn validate(
     }
 }
 
-fn run_rules(schema: &Schema, value: &Value, old: Option<&Value>, root: bool, path: &Path, out: &mut Findings) {
+fn run_rules(
+    schema: &Schema,
+    value: &Value,
+    old: Option<&Value>,
+    root: bool,
+    path: &Path,
+    out: &mut Findings,
+) {
     if schema.rules.is_empty() {
         return;
     }
@@ -701,13 +726,39 @@ mod tests {
         assert_eq!(eval("self.a == 1 || self.z == 2", obj.clone(), None), "pass");
         assert_eq!(eval("self.z == 2 || self.a == 1", obj.clone(), None), "pass");
         assert_eq!(eval("self.z == 2", obj.clone(), None), "error: no such key: z");
-        assert_eq!(eval("self.l.all(x, x.startsWith('a'))", obj.clone(), None), "pass");
-        assert_eq!(eval("self.l.exists_one(x, x.endsWith('c'))", obj.clone(), None), "pass");
-        assert_eq!(eval("self.l.map(x, x + '!').filter(x, x.contains('b')).size() == 1", obj.clone(), None), "pass");
+        assert_eq!(
+            eval("self.l.all(x, x.startsWith('a'))", obj.clone(), None),
+            "pass"
+        );
+        assert_eq!(
+            eval("self.l.exists_one(x, x.endsWith('c'))", obj.clone(), None),
+            "pass"
+        );
+        assert_eq!(
+            eval(
+                "self.l.map(x, x + '!').filter(x, x.contains('b')).size() == 1",
+                obj.clone(),
+                None
+            ),
+            "pass"
+        );
         assert_eq!(eval("'k' in self.m && 'ab' in self.l", obj.clone(), None), "pass");
-        assert_eq!(eval("size(self.b) == 3 && self.b.matches('^x')", obj.clone(), None), "pass");
-        assert_eq!(eval("self.l.isSorted() && [1,2,3].sum() == 6", obj.clone(), None), "pass");
-        assert_eq!(eval("self.b.lowerAscii() == 'xyz' && self.b.split('y').size() == 2", obj.clone(), None), "pass");
+        assert_eq!(
+            eval("size(self.b) == 3 && self.b.matches('^x')", obj.clone(), None),
+            "pass"
+        );
+        assert_eq!(
+            eval("self.l.isSorted() && [1,2,3].sum() == 6", obj.clone(), None),
+            "pass"
+        );
+        assert_eq!(
+            eval(
+                "self.b.lowerAscii() == 'xyz' && self.b.split('y').size() == 2",
+                obj.clone(),
+                None
+            ),
+            "pass"
+        );
         assert_eq!(eval("self == oldSelf", json!("a"), Some(json!("b"))), "fail");
         assert_eq!(eval("self.b.find('[yz]+') == 'yz'", obj.clone(), None), "pass");
     }
@@ -727,7 +778,11 @@ mod tests {
         assert!(matches!(o, Outcome::Pass), "{:?}", r.skipped());
         let (o, _) = r.evaluate(&CelValue::Int(1), Some(&CelValue::Int(2)));
         assert!(matches!(o, Outcome::Fail), "{:?}", r.skipped());
-        let r = Rule::compile(&json!({"rule": "self.?x.orValue(5) == 5", "optionalOldSelf": true}), &origin, "x");
+        let r = Rule::compile(
+            &json!({"rule": "self.?x.orValue(5) == 5", "optionalOldSelf": true}),
+            &origin,
+            "x",
+        );
         let (o, _) = r.evaluate(&to_cel(&json!({}), None), None);
         assert!(matches!(o, Outcome::Pass), "{:?}", r.skipped());
     }

@@ -32,8 +32,7 @@ pub struct CrdVersion {
 
 impl PartialEq for CrdVersion {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.schema, &other.schema)
-            && self.storage_api_version == other.storage_api_version
+        Arc::ptr_eq(&self.schema, &other.schema) && self.storage_api_version == other.storage_api_version
     }
 }
 
@@ -66,7 +65,11 @@ pub fn compile(
     }
     let schemas: HashMap<String, Arc<VersionSchema>> = versions
         .iter()
-        .filter_map(|v| v["name"].as_str().map(|n| (n.to_string(), VersionSchema::compile(crd, v))))
+        .filter_map(|v| {
+            v["name"]
+                .as_str()
+                .map(|n| (n.to_string(), VersionSchema::compile(crd, v)))
+        })
         .collect();
     let storage_name = versions
         .iter()
@@ -76,7 +79,10 @@ pub fn compile(
         .to_string();
     let webhook = spec["conversion"]["strategy"].as_str() == Some("Webhook");
     for (name, schema) in &schemas {
-        let storage = schemas.get(&storage_name).cloned().unwrap_or_else(|| schema.clone());
+        let storage = schemas
+            .get(&storage_name)
+            .cloned()
+            .unwrap_or_else(|| schema.clone());
         out.insert(
             name.clone(),
             Arc::new(CrdVersion {

@@ -65,11 +65,7 @@ pub async fn call(
         .collect();
     let bytes = response.into_body().collect().await?.to_bytes();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok(Reply {
-        code,
-        body,
-        warnings,
-    })
+    Ok(Reply { code, body, warnings })
 }
 
 /// POST.

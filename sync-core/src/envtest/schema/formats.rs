@@ -15,30 +15,32 @@ static UUID: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
 static UUID3: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
-static UUID4: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
-});
-static UUID5: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
-});
+static UUID4: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"));
+static UUID5: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"));
 static DATE_TIME: LazyLock<Option<Regex>> = LazyLock::new(|| {
     re(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$")
 });
 static DATE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"^(\d{4})-(\d{2})-(\d{2})$"));
 static DURATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"^[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$|^0$|^\d+\s*(?:ns|us|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|minutes?|hours?|days?|weeks?)$")
+    re(
+        r"^[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$|^0$|^\d+\s*(?:ns|us|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|minutes?|hours?|days?|weeks?)$",
+    )
 });
 static HOSTNAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"^(?:[a-zA-Z0-9\p{S}\p{L}](?:[a-zA-Z0-9\p{S}\p{L}-]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(?:\.[a-zA-Z0-9\p{S}\p{L}](?:[a-zA-Z0-9\p{S}\p{L}-]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)*$")
+    re(
+        r"^(?:[a-zA-Z0-9\p{S}\p{L}](?:[a-zA-Z0-9\p{S}\p{L}-]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(?:\.[a-zA-Z0-9\p{S}\p{L}](?:[a-zA-Z0-9\p{S}\p{L}-]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)*$",
+    )
 });
 static EMAIL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"^[^@\s<>]+@[^@\s<>]+$"));
-static URI: LazyLock<Option<Regex>> =
-    LazyLock::new(|| re(r"^(?:/[^\s]*|[a-zA-Z][a-zA-Z0-9+.-]*:[^\s]*)$"));
+static URI: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"^(?:/[^\s]*|[a-zA-Z][a-zA-Z0-9+.-]*:[^\s]*)$"));
 static MAC: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"^(?:[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){5}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){7}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){19}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){2,9})$")
+    re(
+        r"^(?:[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){5}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){7}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){19}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){2,9})$",
+    )
 });
-static HEXCOLOR: LazyLock<Option<Regex>> =
-    LazyLock::new(|| re(r"^#?(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
+static HEXCOLOR: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"^#?(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
 static RGBCOLOR: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"^rgb\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})\s*\)$"));
 static SSN: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
@@ -91,8 +93,7 @@ pub fn check(format: &str, text: &str) -> Option<bool> {
             let Ok(bits) = bits.parse::<u8>() else {
                 return false;
             };
-            (ip.parse::<Ipv4Addr>().is_ok() && bits <= 32)
-                || (ip.parse::<Ipv6Addr>().is_ok() && bits <= 128)
+            (ip.parse::<Ipv4Addr>().is_ok() && bits <= 32) || (ip.parse::<Ipv6Addr>().is_ok() && bits <= 128)
         }),
         "mac" => matches(&MAC, text),
         "hostname" => text.len() <= 255 && matches(&HOSTNAME, text),

@@ -257,9 +257,10 @@ pub fn compile_node(value: &Value, origin: &Origin, path: &str) -> Schema {
     };
     if let Some(props) = value.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {
-            schema
-                .properties
-                .insert(name.clone(), compile_node(prop, origin, &format!("{path}.properties[{name}]")));
+            schema.properties.insert(
+                name.clone(),
+                compile_node(prop, origin, &format!("{path}.properties[{name}]")),
+            );
         }
     }
     match value.get("additionalProperties") {

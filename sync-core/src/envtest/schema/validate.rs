@@ -337,7 +337,12 @@ fn check(s: &Schema, value: &Value, old: Option<&Value>, path: &mut Path, out: &
                 supported.join(", ")
             )
         };
-        out.push(path.field_or_name(), "FieldValueNotSupported", message, Ratchet::Drop);
+        out.push(
+            path.field_or_name(),
+            "FieldValueNotSupported",
+            message,
+            Ratchet::Drop,
+        );
     }
     match value {
         Value::Array(items) => check_array(s, items, old, path, out),
@@ -362,9 +367,7 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -473,7 +476,11 @@ fn check_string(s: &Schema, text: &str, path: &Path, out: &mut Findings) {
     if let Some(min) = s.min_length
         && (text.chars().count() as u64) < min
     {
-        out.invalid(path, &quoted, &format!("{name} in body should be at least {min} chars long"));
+        out.invalid(
+            path,
+            &quoted,
+            &format!("{name} in body should be at least {min} chars long"),
+        );
         return;
     }
     if let Some((pattern, re)) = &s.pattern
@@ -519,7 +526,11 @@ fn check_number(s: &Schema, n: &serde_json::Number, value: &Value, path: &Path, 
             &format!("{name} in body should be a multiple of {}", go_float(factor)),
         );
     }
-    if let Some(Bound { value: max, exclusive }) = s.maximum {
+    if let Some(Bound {
+        value: max,
+        exclusive,
+    }) = s.maximum
+    {
         let bad = if exclusive { f >= max } else { f > max };
         if bad {
             let op = if exclusive {
@@ -527,10 +538,18 @@ fn check_number(s: &Schema, n: &serde_json::Number, value: &Value, path: &Path, 
             } else {
                 "less than or equal to"
             };
-            out.invalid(path, &shown, &format!("{name} in body should be {op} {}", go_float(max)));
+            out.invalid(
+                path,
+                &shown,
+                &format!("{name} in body should be {op} {}", go_float(max)),
+            );
         }
     }
-    if let Some(Bound { value: min, exclusive }) = s.minimum {
+    if let Some(Bound {
+        value: min,
+        exclusive,
+    }) = s.minimum
+    {
         let bad = if exclusive { f <= min } else { f < min };
         if bad {
             let op = if exclusive {
@@ -538,7 +557,11 @@ fn check_number(s: &Schema, n: &serde_json::Number, value: &Value, path: &Path, 
             } else {
                 "greater than or equal to"
             };
-            out.invalid(path, &shown, &format!("{name} in body should be {op} {}", go_float(min)));
+            out.invalid(
+                path,
+                &shown,
+                &format!("{name} in body should be {op} {}", go_float(min)),
+            );
         }
     }
     let _ = value;
@@ -559,7 +582,11 @@ fn check_array(s: &Schema, items: &[Value], old: Option<&Value>, path: &mut Path
     if let Some(min) = s.min_items
         && size < min
     {
-        out.invalid(path, &size.to_string(), &format!("{name} in body should have at least {min} items"));
+        out.invalid(
+            path,
+            &size.to_string(),
+            &format!("{name} in body should have at least {min} items"),
+        );
     }
     if let Some(max) = s.max_items
         && size > max
@@ -573,7 +600,11 @@ fn check_array(s: &Schema, items: &[Value], old: Option<&Value>, path: &mut Path
         );
     }
     if s.unique_items && has_duplicates(items) {
-        out.invalid(path, "\"\"", &format!("{name} in body shouldn't contain duplicates"));
+        out.invalid(
+            path,
+            "\"\"",
+            &format!("{name} in body shouldn't contain duplicates"),
+        );
     }
     match &s.list_type {
         ListType::Atomic => {}
@@ -719,7 +750,12 @@ fn check_object(
     for required in &s.required {
         if !map.contains_key(required) {
             path.push(Seg::Prop(required.clone()));
-            out.push(path.field_or_name(), "FieldValueRequired", "Required value".into(), Ratchet::Drop);
+            out.push(
+                path.field_or_name(),
+                "FieldValueRequired",
+                "Required value".into(),
+                Ratchet::Drop,
+            );
             path.pop();
         }
     }
