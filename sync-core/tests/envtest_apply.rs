@@ -503,3 +503,152 @@ async fn kubectl_apply_client_side_and_server_side() -> TestResult {
     assert_eq!(object.data["spec"]["replicas"], 3);
     Ok(())
 }
+
+#[tokio::test]
+async fn strategic_merge_patch_on_built_ins() -> TestResult {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::rbac::v1::Role;
+    let env = env().await?;
+    let client = env.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "test");
+    let owner =
+        |uid: &str, name: &str| json!({"apiVersion": "v1", "kind": "Thing", "name": name, "uid": uid});
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "s", "finalizers": ["x.io/a", "x.io/b"], "ownerReferences": [owner("1", "one")]},
+        "data": {"a": "1", "b": "2", "c": "3"},
+    }))?;
+    cms.create(&PostParams::default(), &cm).await?;
+    let smp = |patch: Value| Patch::Strategic(patch);
+    let params = PatchParams::default();
+
+    // ownerReferences merge on uid; finalizers are a set; null deletes a key.
+    let out = cms
+        .patch("s", &params, &smp(json!({
+            "metadata": {"ownerReferences": [owner("2", "two"), {"uid": "1", "name": "uno"}], "finalizers": ["x.io/c"]},
+            "data": {"b": null},
+        })))
+        .await?;
+    let owners: Vec<(String, String)> = out
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| (o.uid, o.name))
+        .collect();
+    assert_eq!(owners, [("1".into(), "uno".into()), ("2".into(), "two".into())]);
+    assert_eq!(
+        out.metadata.finalizers,
+        Some(vec!["x.io/a".into(), "x.io/b".into(), "x.io/c".into()])
+    );
+    assert_eq!(
+        out.data.as_ref().map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["a".into(), "c".into()])
+    );
+
+    // $patch: delete on a list item, $deleteFromPrimitiveList, $setElementOrder (accepted).
+    let out = cms
+        .patch(
+            "s",
+            &params,
+            &smp(json!({"metadata": {
+                "ownerReferences": [{"uid": "1", "$patch": "delete"}],
+                "$deleteFromPrimitiveList/finalizers": ["x.io/a"],
+                "$setElementOrder/finalizers": ["x.io/c", "x.io/b"],
+            }})),
+        )
+        .await?;
+    assert_eq!(out.metadata.owner_references.map(|o| o.len()), Some(1));
+    assert_eq!(
+        out.metadata.finalizers,
+        Some(vec!["x.io/c".into(), "x.io/b".into()])
+    );
+
+    // $retainKeys keeps only the listed keys; $patch: replace replaces the map.
+    let out = cms
+        .patch(
+            "s",
+            &params,
+            &smp(json!({"data": {"$retainKeys": ["a", "d"], "d": "4"}})),
+        )
+        .await?;
+    assert_eq!(
+        out.data.as_ref().map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["a".into(), "d".into()])
+    );
+    let out = cms
+        .patch(
+            "s",
+            &params,
+            &smp(json!({"data": {"$patch": "replace", "z": "26"}})),
+        )
+        .await?;
+    assert_eq!(
+        out.data.as_ref().map(|d| d.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["z".into()])
+    );
+    // A $retainKeys list missing a patched key is a 400.
+    let status = api_error(
+        cms.patch(
+            "s",
+            &params,
+            &smp(json!({"data": {"$retainKeys": ["a"], "q": "1"}})),
+        )
+        .await,
+    )?;
+    assert_eq!(status.code, 400);
+    // An unknown $patch is a 400.
+    let status = api_error(
+        cms.patch("s", &params, &smp(json!({"data": {"$patch": "explode"}})))
+            .await,
+    )?;
+    assert_eq!(status.code, 400);
+    // Strategic patches are recorded as Update managers too.
+    let fields = serde_json::to_value(&out.metadata.managed_fields)?;
+    assert!(fields.as_array().is_some_and(|a| !a.is_empty()), "{fields}");
+
+    // RBAC rules are atomic: a patched list replaces the old one.
+    let roles: Api<Role> = Api::namespaced(client.clone(), "test");
+    let role: Role = serde_json::from_value(json!({"metadata": {"name": "r"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    ]}))?;
+    roles.create(&PostParams::default(), &role).await?;
+    let out = roles
+        .patch(
+            "r",
+            &params,
+            &smp(json!({"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]})),
+        )
+        .await?;
+    assert_eq!(out.rules.map(|r| r.len()), Some(1));
+
+    // A Lease has no merge keys: spec fields merge as a map.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "test");
+    let lease: Lease = serde_json::from_value(
+        json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 10}}),
+    )?;
+    leases.create(&PostParams::default(), &lease).await?;
+    let out = leases
+        .patch("l", &params, &smp(json!({"spec": {"holderIdentity": "b"}})))
+        .await?;
+    let spec = out.spec.ok_or("no spec")?;
+    assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+    assert_eq!(spec.lease_duration_seconds, Some(10));
+
+    // Custom resources answer 415, as kube-apiserver.
+    apply(
+        &gadgets(client.clone()),
+        "one",
+        false,
+        gadget(json!({"replicas": 1})),
+    )
+    .await?;
+    let status = api_error(
+        gadgets(client)
+            .patch("g", &params, &smp(json!({"spec": {"replicas": 2}})))
+            .await,
+    )?;
+    assert_eq!(status.code, 415);
+    assert_eq!(status.reason, "UnsupportedMediaType");
+    Ok(())
+}

@@ -40,6 +40,7 @@ pub mod resources;
 pub mod schema;
 pub mod selectors;
 pub mod server;
+pub mod smp;
 pub mod store;
 pub mod table;
 pub mod tls;

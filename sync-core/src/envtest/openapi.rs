@@ -105,6 +105,16 @@ pub fn builtin_definition(info: &ResourceInfo) -> Option<&'static str> {
         .map(|b| b.definition.as_str())
 }
 
+/// The definition name of a built-in kind by `apiVersion` and `kind`.
+pub fn builtin_definition_of(api_version: &str, kind: &str) -> Option<&'static str> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    builtins()
+        .kinds
+        .iter()
+        .find(|b| b.group == group && b.version == version && b.kind == kind)
+        .map(|b| b.definition.as_str())
+}
+
 /// `(definition, property, extensions)` kube-apiserver publishes for the served built-ins.
 fn extensions() -> Vec<(&'static str, &'static str, Value)> {
     let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";

@@ -1,5 +1,5 @@
-//! Patch types: JSON merge patch, JSON patch, and (for built-ins) strategic merge patch
-//! approximated by a merge patch.
+//! Patch types: JSON merge patch, JSON patch, strategic merge patch for built-ins
+//! ([`super::smp`]) and server-side apply ([`super::apply`]).
 
 use serde_json::Value;
 
@@ -53,12 +53,11 @@ pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> ApiResult<Value> {
                     "error decoding patch: patch must be a JSON object",
                 ));
             }
-            let patch = if kind == PatchType::Strategic {
-                strip_directives(patch)
+            if kind == PatchType::Strategic {
+                doc = super::smp::apply(&doc, &patch)?;
             } else {
-                patch
-            };
-            json_patch::merge(&mut doc, &patch);
+                json_patch::merge(&mut doc, &patch);
+            }
         }
         PatchType::Apply => {
             return Err(ApiError::unsupported_media_type(
@@ -78,17 +77,4 @@ pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> ApiResult<Value> {
         }
     }
     Ok(doc)
-}
-
-/// Drops strategic-merge `$patch`/`$retainKeys`/`$setElementOrder` directives.
-fn strip_directives(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(k, _)| !k.starts_with('$') && !k.starts_with("$setElementOrder"))
-                .map(|(k, v)| (k, strip_directives(v)))
-                .collect(),
-        ),
-        other => other,
-    }
 }

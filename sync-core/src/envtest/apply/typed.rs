@@ -126,6 +126,19 @@ impl<'a> Ty<'a> {
         matches!(self.ext("type").and_then(Value::as_str), Some("object" | "array"))
     }
 
+    /// `x-kubernetes-patch-strategy` (comma-separated: `merge`, `retainKeys`, `replace`).
+    pub fn patch_strategies(&self) -> Vec<&'a str> {
+        self.ext("x-kubernetes-patch-strategy")
+            .and_then(Value::as_str)
+            .map(|s| s.split(',').map(str::trim).collect())
+            .unwrap_or_default()
+    }
+
+    /// `x-kubernetes-patch-merge-key`.
+    pub fn patch_merge_key(&self) -> Option<&'a str> {
+        self.ext("x-kubernetes-patch-merge-key").and_then(Value::as_str)
+    }
+
     /// How list items are identified.
     pub fn list_kind(&self) -> ListKind {
         match self.ext("x-kubernetes-list-type").and_then(Value::as_str) {
