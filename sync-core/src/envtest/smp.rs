@@ -243,7 +243,7 @@ fn merge_list(original: Vec<Value>, patch: Vec<Value>, ty: Ty<'_>) -> ApiResult<
 }
 
 /// Puts the items named in `order` first, in that order; the others keep their order after.
-fn reorder(items: &mut Vec<Value>, order: &[Value], key: Option<&str>) {
+fn reorder(items: &mut [Value], order: &[Value], key: Option<&str>) {
     let id = |v: &Value| -> Value {
         match key {
             Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
