@@ -474,6 +474,9 @@ async fn kubectl_apply_client_side_and_server_side() -> TestResult {
     let (ok, out, err) = kubectl(&env, &["apply", "-f", "-"], Some(&gadget(2)))?;
     assert!(ok, "{out}{err}");
     assert_eq!(out.trim(), "gadget.test.example.com/g configured");
+    // kubectl asked for the protobuf v2 document (406 here) and fell back to a merge
+    // patch without a word.
+    assert!(err.is_empty(), "{err}");
     let (ok, out, err) = kubectl(
         &env,
         &["apply", "--server-side", "--field-manager", "ssa", "-f", "-"],

@@ -9,6 +9,13 @@
 //! client-side `kubectl apply` sends strategic merge patches to built-ins and merge
 //! patches to custom resources). The same patched built-in definitions give server-side
 //! apply and strategic merge patch their list semantics.
+//!
+//! Differences from kube-apiserver: only JSON is produced (protobuf requests get 406, which
+//! kubectl tolerates: it then uses merge patches for custom resources and the v3
+//! documents for the rest); a stale `?hash=` is served (no-cache) instead of redirected;
+//! the paths carry the operations and parameters kubectl reads, not every parameter;
+//! built-in schemas come from k8s-openapi (descriptions and `required` as it generates
+//! them) with the list/map/patch extensions of the served kinds added by hand.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};

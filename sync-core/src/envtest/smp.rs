@@ -7,6 +7,11 @@
 //!
 //! The patch metadata comes from the built-in definitions of [`super::openapi`] (the
 //! extensions kube-apiserver publishes for the kinds served here).
+//!
+//! Differences from apimachinery: `$patch: merge` is accepted as a no-op on maps (an
+//! error there upstream) and refused in lists as upstream; merged lists keep the original
+//! order with new items appended (upstream interleaves by the patch's order); the
+//! `retainKeys` strategy is honoured only through the `$retainKeys` directive.
 
 use serde_json::{Map, Value};
 

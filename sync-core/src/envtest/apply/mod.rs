@@ -9,6 +9,14 @@
 //!
 //! The schema of a custom resource is read from its CRD's `openAPIV3Schema`; built-ins use
 //! the definitions of [`super::openapi`].
+//!
+//! Differences from kube-apiserver: no conversion of managers' field sets between
+//! versions (each entry keeps the apiVersion it was recorded in); list-map key defaults are
+//! not applied (an item missing a key field is an error); the last-applied *manager*
+//! (taking client-side apply fields over without conflicts when their values match) is
+//! not implemented, only the last-applied *updater*; update managers are not capped at
+//! ten; the `scale` subresource takes no apply patches; fields the schema later prunes
+//! or defaults are owned as sent.
 
 pub mod fieldpath;
 pub mod managed;
