@@ -599,12 +599,22 @@ async fn strategic_merge_patch_on_built_ins() -> TestResult {
         .await,
     )?;
     assert_eq!(status.code, 400);
-    // An unknown $patch is a 400.
+    // An unknown $patch is a 400; so is `merge` in a map, as upstream.
     let status = api_error(
         cms.patch("s", &params, &smp(json!({"data": {"$patch": "explode"}})))
             .await,
     )?;
     assert_eq!(status.code, 400);
+    let status = api_error(
+        cms.patch("s", &params, &smp(json!({"data": {"$patch": "merge", "y": "1"}})))
+            .await,
+    )?;
+    assert_eq!(status.code, 400);
+    assert!(
+        status.message.starts_with("unknown patch type: merge in map"),
+        "{}",
+        status.message
+    );
     // Strategic patches are recorded as Update managers too.
     let fields = serde_json::to_value(&out.metadata.managed_fields)?;
     assert!(fields.as_array().is_some_and(|a| !a.is_empty()), "{fields}");

@@ -2,16 +2,18 @@
 //! as apimachinery's `strategicpatch` applies it: maps merge, `null` deletes, lists are
 //! replaced unless their field has `x-kubernetes-patch-strategy: merge` (then scalar
 //! lists are unions and lists of objects merge item by item on
-//! `x-kubernetes-patch-merge-key`), with the directives `$patch: replace|delete|merge`,
+//! `x-kubernetes-patch-merge-key`), with the directives `$patch: replace|delete`,
 //! `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 //!
 //! The patch metadata comes from the built-in definitions of [`super::openapi`] (the
 //! extensions kube-apiserver publishes for the kinds served here).
 //!
-//! Differences from apimachinery: `$patch: merge` is accepted as a no-op on maps (an
-//! error there upstream) and refused in lists as upstream; merged lists keep the original
-//! order with new items appended (upstream interleaves by the patch's order); the
-//! `retainKeys` strategy is honoured only through the `$retainKeys` directive.
+//! `$patch: merge` is refused in maps (`unknown patch type: merge in map`) and lists
+//! (`merging lists cannot yet be specified in the patch`), as upstream.
+//!
+//! Differences from apimachinery: merged lists keep the original order with new items
+//! appended (upstream interleaves by the patch's order); the `retainKeys` strategy is
+//! honoured only through the `$retainKeys` directive.
 
 use serde_json::{Map, Value};
 
@@ -77,7 +79,6 @@ fn merge_map(
                 };
             }
             Some("delete") => return Ok(Map::new()),
-            Some("merge") => {}
             _ => {
                 return Err(bad(format!(
                     "unknown patch type: {} in map: {}",
