@@ -105,6 +105,40 @@ impl Cluster {
         apply_crd(&self.client, crd).await
     }
 
+    /// Replaces the schema of every version of CRD `name` with one that accepts any
+    /// object: a cluster whose CRD is skewed from our types (a newer API with values or
+    /// shapes this build does not know). The only way such objects reach the controllers.
+    pub async fn skew_crd(&self, name: &str) -> TestResult {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+            CustomResourceSubresourceStatus, CustomResourceSubresources,
+        };
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let mut crd = crds.get(name).await?;
+        for version in &mut crd.spec.versions {
+            version.schema = Some(CustomResourceValidation {
+                open_api_v3_schema: Some(JSONSchemaProps {
+                    type_: Some("object".into()),
+                    x_kubernetes_preserve_unknown_fields: Some(true),
+                    ..Default::default()
+                }),
+            });
+            version.subresources = Some(CustomResourceSubresources {
+                status: Some(CustomResourceSubresourceStatus(serde_json::Value::Object(
+                    Default::default(),
+                ))),
+                scale: None,
+            });
+        }
+        crds.replace(name, &PostParams::default(), &crd).await?;
+        Ok(())
+    }
+
+    /// The raw (schema-free) API of a CAPI kind, for objects our types cannot express.
+    pub fn raw_capi<K: Resource<DynamicType = ()>>(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::erase::<K>(&());
+        Api::namespaced_with(self.client.clone(), &self.namespaces.capi, &resource)
+    }
+
     /// MAPI Machines in this test's MAPI namespace.
     pub fn mapi_machines(&self) -> Api<mapi::Machine> {
         Api::namespaced(self.client.clone(), &self.namespaces.mapi)

@@ -153,6 +153,8 @@ async fn s03_migrating_empty_and_unknown_authority_run_no_hook() -> TestResult {
         .create_mapi_machine("migrating", Some("Migrating"))
         .await?;
     cluster.create_mapi_machine("empty", None).await?;
+    // The real CRD's enum forbids unknown values: only a newer (skewed) CRD lets one in.
+    cluster.skew_crd("machines.machine.openshift.io").await?;
     cluster.create_mapi_machine("unknown", Some("Kubelet")).await?;
 
     reconciled(&controllers, MACHINES, "migrating", skipped("migrating")).await?;
@@ -556,21 +558,6 @@ async fn s13_a_reference_to_a_missing_kind_warns_and_the_rest_keeps_working() ->
         .wait_for(WAIT, |c| c.objects.name == "healthy" && c.objects.capi.is_some())
         .await?;
 
-    // A malformed reference is reported too.
-    let mut malformed = sync_core::api::capi::Machine::new("malformed", e2e::capi_machine_spec((DEV, "m")));
-    malformed.spec.infrastructure_ref.kind = String::new();
-    cluster
-        .capi_machines()
-        .create(&PostParams::default(), &malformed)
-        .await?;
-    let note = cluster
-        .wait_for_warning(
-            &cluster.namespaces.capi,
-            "InvalidInfrastructureReference",
-            "malformed",
-        )
-        .await?;
-    assert!(note.contains("kind"), "{note}");
     controllers.stop().await
 }
 
@@ -627,13 +614,19 @@ async fn s15_dropped_and_expired_watches_lose_no_reconcile() -> TestResult {
     };
     let controllers = Controllers::start(&cluster).await?;
     cluster.create_infra(DEV, "v1beta2", "infra", &[]).await?;
-    for name in ["kept", "capi-deleted", "flipped"] {
+    // Authority is handed over through Migrating (the CRD forbids a direct flip).
+    cluster.create_mapi_machine("flipped", Some("Migrating")).await?;
+    cluster
+        .create_capi_machine("flipped", (DEV, "flipped"), None)
+        .await?;
+    for name in ["kept", "capi-deleted"] {
         cluster.create_mapi_machine(name, Some("MachineAPI")).await?;
         cluster
             .create_capi_machine(name, (DEV, if name == "kept" { "infra" } else { name }), None)
             .await?;
     }
-    for name in ["kept", "capi-deleted", "flipped"] {
+    reconciled(&controllers, MACHINES, "flipped", skipped("migrating")).await?;
+    for name in ["kept", "capi-deleted"] {
         controllers
             .machines
             .wait_for(WAIT, |c| c.objects.name == name && c.objects.capi.is_some())
@@ -716,29 +709,13 @@ async fn wait_status(
 
 #[tokio::test]
 async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() -> TestResult {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-        CustomResourceDefinition, CustomResourceValidation, JSONSchemaProps,
-    };
-    use kube::api::{Api, DynamicObject};
+    use kube::api::DynamicObject;
 
     let cluster = cluster_with_infra_kinds().await?;
     // A cluster whose CAPI Machine CRD is skewed from our types: it accepts anything.
-    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-    let mut crd = crds.get("machines.cluster.x-k8s.io").await?;
-    for version in &mut crd.spec.versions {
-        version.schema = Some(CustomResourceValidation {
-            open_api_v3_schema: Some(JSONSchemaProps {
-                type_: Some("object".into()),
-                x_kubernetes_preserve_unknown_fields: Some(true),
-                ..Default::default()
-            }),
-        });
-    }
-    crds.replace("machines.cluster.x-k8s.io", &PostParams::default(), &crd)
-        .await?;
+    cluster.skew_crd("machines.cluster.x-k8s.io").await?;
     let resource = kube::api::ApiResource::erase::<sync_core::api::capi::Machine>(&());
-    let raw: Api<DynamicObject> =
-        Api::namespaced_with(cluster.client.clone(), &cluster.namespaces.capi, &resource);
+    let raw = cluster.raw_capi::<sync_core::api::capi::Machine>();
     let malformed = |name: &str| {
         DynamicObject::new(name, &resource).data(json!({ "spec": { "clusterName": 5, "bootstrap": {} } }))
     };
@@ -772,6 +749,22 @@ async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() 
         .wait_for(WAIT, |c| c.objects.name == "after")
         .await?;
     assert!(controllers.machines.calls_for("listed-bad").is_empty());
+
+    // A decodable object with a malformed infrastructure reference is reported too.
+    let mut bad_ref = sync_core::api::capi::Machine::new("bad-ref", e2e::capi_machine_spec((DEV, "m")));
+    bad_ref.spec.infrastructure_ref.kind = String::new();
+    cluster
+        .capi_machines()
+        .create(&PostParams::default(), &bad_ref)
+        .await?;
+    let note = cluster
+        .wait_for_warning(
+            &cluster.namespaces.capi,
+            "InvalidInfrastructureReference",
+            "bad-ref",
+        )
+        .await?;
+    assert!(note.contains("empty kind"), "{note}");
 
     // Fixed: the pair syncs.
     let fix = json!({ "spec": { "clusterName": "cluster", "bootstrap": {}, "infrastructureRef": {
