@@ -310,3 +310,48 @@ async fn kubectl_get_prints_the_real_columns() -> TestResult {
     assert!(out.lines().nth(1).unwrap_or_default().starts_with('a'), "{out}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn table_watches() -> TestResult {
+    let env = env().await?;
+    let request =
+        http::Request::get("/apis/test.example.com/v1/namespaces/test/gadgets?watch=true&timeoutSeconds=1")
+            .header("Accept", TABLE)
+            .body(Vec::new())?;
+    let text = env.client().request_text(request).await?;
+    let events: Vec<Value> = text.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0]["type"], "ADDED");
+    let first = &events[0]["object"];
+    assert_eq!(first["kind"], "Table");
+    assert_eq!(
+        names(first),
+        ["Name", "Replicas", "Phase", "Ready", "Note", "Paused"]
+    );
+    assert_eq!(
+        first["rows"][0]["cells"],
+        json!(["a", 1, "Running", "True", "note-a", false])
+    );
+    // Only the first event carries the column definitions.
+    assert_eq!(events[1]["object"]["columnDefinitions"], Value::Null);
+    assert_eq!(events[1]["object"]["rows"][0]["cells"][0], "b");
+
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok()
+    {
+        let (_, out, _) = kubectl(
+            &env,
+            &["get", "gadgets", "-n", "test", "-w", "--request-timeout=2s"],
+        )?;
+        assert_eq!(header(&out), ["NAME", "REPLICAS", "PHASE", "READY"], "{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["b", "2", "Pending", "True"]),
+            "{out}"
+        );
+    }
+    Ok(())
+}

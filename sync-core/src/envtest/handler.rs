@@ -582,11 +582,7 @@ impl Ctx<'_> {
             labels,
             fields,
             params: self.params,
-            // Watches send objects, not Table rows.
-            view: match self.view {
-                View::Table(_) => View::Object,
-                view => view,
-            },
+            view: self.view,
         })
     }
 

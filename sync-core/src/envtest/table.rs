@@ -5,9 +5,11 @@
 //! kube-apiserver's printers for the kinds served here (`Name` and `Created At` for the
 //! rest, as its default table convertor).
 //!
-//! Differences from kube-apiserver: watches asking for a Table get objects (kubectl then
-//! prints its default `NAME`/`AGE` columns for `get -w`); only the built-in printers of the
-//! kinds served here exist; JSONPath supports fields, quoted keys, indexes, `*`, `..` and
+//! Watches asking for a Table get one-row Tables, the column definitions in the first
+//! event only (so `kubectl get -w` prints the real columns).
+//!
+//! Differences from kube-apiserver: only the built-in printers of the kinds served here
+//! exist; JSONPath supports fields, quoted keys, indexes, `*`, `..` and
 //! filters with one comparison (no unions, slices or ranges).
 
 use serde_json::{Map, Value, json};

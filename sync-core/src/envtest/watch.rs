@@ -114,6 +114,30 @@ fn bookmark(info: &ResourceInfo, view: View, rv: u64, initial_end: bool) -> Byte
     )
 }
 
+/// A Table watch's columns and `includeObject`.
+type TableView = (super::table::Table, super::table::Include);
+
+/// Shows one watched object: as the view does, or (Table watches) as a one-row Table whose
+/// column definitions only the first event carries, as kube-apiserver's watch encoder.
+fn show(view: View, table: Option<&TableView>, headers: &mut bool, object: Value) -> Value {
+    match (view, table) {
+        (View::Table(version), Some((table, include))) => {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert(
+                "resourceVersion".into(),
+                object["metadata"]["resourceVersion"].clone(),
+            );
+            let mut rendered = table.render(&[object], metadata, *include, version);
+            let first = std::mem::replace(headers, false);
+            if !first && let Some(map) = rendered.as_object_mut() {
+                map.insert("columnDefinitions".into(), Value::Null);
+            }
+            rendered
+        }
+        _ => view.object(object),
+    }
+}
+
 fn flag(params: &HashMap<String, String>, name: &str) -> bool {
     params.get(name).is_some_and(|v| v == "true" || v == "1")
 }
@@ -123,6 +147,13 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
     let params = request.params;
     let info = request.info;
     let view = request.view;
+    let table: Option<TableView> = match view {
+        View::Table(_) => Some((
+            super::table::Table::for_resource(&request.shared.store.read(), &info)?,
+            super::table::Include::parse(params.get("includeObject").map(String::as_str))?,
+        )),
+        _ => None,
+    };
     let send_initial = flag(params, "sendInitialEvents");
     let bookmarks = flag(params, "allowWatchBookmarks");
     let rv_param = params.get("resourceVersion").cloned().unwrap_or_default();
@@ -201,8 +232,14 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
             let _ = tx.send(expired_line(start_rv, oldest)).await;
             return;
         }
+        let mut headers = true;
         for object in &initial {
-            let presented = view.object(objects::present(&info, object).as_ref().clone());
+            let presented = show(
+                view,
+                table.as_ref(),
+                &mut headers,
+                objects::present(&info, object).as_ref().clone(),
+            );
             if tx.send(line("ADDED", &presented)).await.is_err() {
                 return;
             }
@@ -228,8 +265,12 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
                     for event in events {
                         position = event.rv;
                         if let Some(kind) = filter.classify(&event) {
-                            let presented =
-                                view.object(objects::present(&info, &event.object).as_ref().clone());
+                            let presented = show(
+                                view,
+                                table.as_ref(),
+                                &mut headers,
+                                objects::present(&info, &event.object).as_ref().clone(),
+                            );
                             if tx.send(line(kind, &presented)).await.is_err() {
                                 return;
                             }
