@@ -24,6 +24,7 @@
 pub mod admission;
 pub mod apply;
 pub mod auth;
+pub mod bench;
 pub mod cel;
 pub mod errors;
 pub mod faults;
