@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::apply;
 use super::auth::{Attributes, Authenticator, User, authorize};
+use super::encode;
 use super::errors::{ApiError, ApiResult};
 use super::faults::Faults;
 use super::objects::{self, DeleteOptions, Endpoint};
@@ -376,6 +377,15 @@ impl Ctx<'_> {
             .object(objects::present(self.info, value).as_ref().clone())
     }
 
+    /// One object of a list: its cached JSON when shown as stored.
+    fn item(&self, value: &Arc<Value>) -> encode::Item {
+        let presented = objects::present(self.info, value);
+        if self.view == View::Object && Arc::ptr_eq(&presented, value) {
+            return encode::Item::Json(self.shared.store.json().get(value));
+        }
+        encode::Item::Value(self.view.object(presented.as_ref().clone()))
+    }
+
     fn respond(&self, code: u16, value: &Arc<Value>) -> ApiResult<Response<Body>> {
         Ok(json_response(code, &self.object(value)))
     }
@@ -539,16 +549,12 @@ impl Ctx<'_> {
         if let View::Table(version) = self.view {
             return self.table(&items, metadata, version);
         }
-        let items: Vec<Value> = items.iter().map(|o| self.object(o)).collect();
+        // Objects shown as stored are concatenated from their cached JSON.
+        let items: Vec<encode::Item> = items.iter().map(|o| self.item(o)).collect();
         let (kind, api_version) = self.view.list_type(&self.info.list_kind, self.info.api_version());
-        Ok(json_response(
+        Ok(encode::response(
             200,
-            &json!({
-                "kind": kind,
-                "apiVersion": api_version,
-                "metadata": metadata,
-                "items": items,
-            }),
+            encode::list(&kind, &api_version, &metadata, &items),
         ))
     }
 

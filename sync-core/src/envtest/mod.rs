@@ -26,6 +26,7 @@ pub mod apply;
 pub mod auth;
 pub mod bench;
 pub mod cel;
+pub mod encode;
 pub mod errors;
 pub mod faults;
 pub mod handler;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::encode::JsonCache;
 use super::resources::Registry;
 
 /// The type of a watch event.
@@ -146,6 +147,7 @@ pub fn set_rv(object: &mut Value, rv: u64) {
 pub struct Store {
     state: Mutex<State>,
     notify: watch::Sender<u64>,
+    json: JsonCache,
 }
 
 impl Store {
@@ -162,6 +164,7 @@ impl Store {
         Self {
             state: Mutex::new(state),
             notify: watch::Sender::new(1),
+            json: JsonCache::default(),
         }
     }
 
@@ -188,6 +191,11 @@ impl Store {
     pub fn poke(&self) {
         let rv = self.read().rv;
         self.notify.send_replace(rv);
+    }
+
+    /// The serialized JSON of stored objects (see [`super::encode`]).
+    pub fn json(&self) -> &JsonCache {
+        &self.json
     }
 
     /// A receiver that changes on every write.

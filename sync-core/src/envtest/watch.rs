@@ -12,6 +12,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::encode;
 use super::errors::{ApiError, ApiResult};
 use super::faults::WatchFault;
 use super::handler::{Body, Shared};
@@ -138,6 +139,23 @@ fn show(view: View, table: Option<&TableView>, headers: &mut bool, object: Value
     }
 }
 
+/// One watched object, from the JSON cache when it is shown exactly as stored (every
+/// watcher of an event then shares one serialization).
+fn item(
+    shared: &Shared,
+    info: &ResourceInfo,
+    view: View,
+    table: Option<&TableView>,
+    headers: &mut bool,
+    object: &Arc<Value>,
+) -> encode::Item {
+    let presented = objects::present(info, object);
+    if view == View::Object && Arc::ptr_eq(&presented, object) {
+        return encode::Item::Json(shared.store.json().get(object));
+    }
+    encode::Item::Value(show(view, table, headers, presented.as_ref().clone()))
+}
+
 fn flag(params: &HashMap<String, String>, name: &str) -> bool {
     params.get(name).is_some_and(|v| v == "true" || v == "1")
 }
@@ -234,13 +252,8 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
         }
         let mut headers = true;
         for object in &initial {
-            let presented = show(
-                view,
-                table.as_ref(),
-                &mut headers,
-                objects::present(&info, object).as_ref().clone(),
-            );
-            if tx.send(line("ADDED", &presented)).await.is_err() {
+            let item = item(&shared, &info, view, table.as_ref(), &mut headers, object);
+            if tx.send(encode::watch_line("ADDED", &item)).await.is_err() {
                 return;
             }
         }
@@ -265,13 +278,9 @@ pub fn start(request: WatchRequest<'_>) -> ApiResult<Response<Body>> {
                     for event in events {
                         position = event.rv;
                         if let Some(kind) = filter.classify(&event) {
-                            let presented = show(
-                                view,
-                                table.as_ref(),
-                                &mut headers,
-                                objects::present(&info, &event.object).as_ref().clone(),
-                            );
-                            if tx.send(line(kind, &presented)).await.is_err() {
+                            let item =
+                                item(&shared, &info, view, table.as_ref(), &mut headers, &event.object);
+                            if tx.send(encode::watch_line(kind, &item)).await.is_err() {
                                 return;
                             }
                         }
