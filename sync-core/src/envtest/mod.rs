@@ -20,6 +20,31 @@
 //! (kube-apiserver's RBAC authorizer over the stored roles and bindings; `system:masters` bypasses it) → verb →
 //! [`objects`] semantics under the store lock → [`admission::admit`] (the hook for schema
 //! validation, defaulting and pruning) → [`store`] write and watch fan-out ([`watch`]).
+//!
+//! Request bodies may be JSON, YAML or, for the built-in kinds, Kubernetes protobuf
+//! ([`protobuf`]: client-go's typed clients, and so `kubectl create configmap|secret|…`,
+//! send nothing else); responses are JSON, which every client that accepts protobuf also
+//! accepts. Stored objects keep their serialized JSON ([`encode`]), so a list is a
+//! concatenation and a watch event is serialized once for all watchers.
+//!
+//! # Running the same tests against a real cluster
+//!
+//! Set `USE_EXISTING_CLUSTER=true` (or `1`) and point `KUBECONFIG` at the cluster: the
+//! end-to-end suites (the `tests` crate's `Cluster::start`) and `tests/envtest_kubectl.rs`
+//! then connect with `kube::Client::try_default()` and plain `kubectl` instead of starting
+//! a server, install the project's CRDs, and work in namespaces (and CRD groups) with a
+//! random suffix that they delete afterwards, so a shared cluster is fine. Tests that are
+//! about this server itself (`envtest_crud`, `envtest_watch`, `envtest_errors`, the
+//! property test, fault injection) keep running in-process whatever the switch says; a
+//! suite that needs fault injection gets `None` from `Cluster::envtest()` and skips that
+//! part. `cargo run -p sync-core --features envtest --bin envtest-server -- --kubeconfig
+//! FILE` is a stand-in "existing cluster" to try the switch with.
+//!
+//! # Benchmark
+//!
+//! `cargo bench -p sync-core --features envtest --bench envtest -- [--quick] [FILE]`
+//! measures start to ready, 10k creates, write-to-watch latency and 10k-object lists
+//! (see [`mod@bench`]).
 
 pub mod admission;
 pub mod apply;

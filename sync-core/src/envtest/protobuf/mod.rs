@@ -7,7 +7,7 @@
 //!
 //! The wire format: the 4-byte magic `k8s\0`, then a `runtime.Unknown` message whose
 //! `typeMeta` names the kind and whose `raw` holds the typed message (the generated
-//! messages of the [`k8s_pb`] crate). [`json`] and [`types`] convert those messages to and
+//! messages of the [`k8s_pb`] crate). [`mod@json`] and [`types`] convert those messages to and
 //! from JSON, since `k8s-pb` has no serde support.
 //!
 //! Responses stay JSON: kube-apiserver picks the first media type of `Accept` it can

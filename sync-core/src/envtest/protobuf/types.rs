@@ -1,5 +1,5 @@
 //! The JSON form of every protobuf message of the built-in kinds the server serves, field by
-//! field as the Go types' JSON tags say (see [`super::json`] for the omission rules).
+//! field as the Go types' JSON tags say (see [`mod@super::json`] for the omission rules).
 
 use k8s_pb::api::autoscaling::v1 as autoscaling;
 use k8s_pb::api::coordination::v1 as coordination;
