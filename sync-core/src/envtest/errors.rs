@@ -39,6 +39,8 @@ pub struct Details {
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds`.
     pub retry_after: Option<u64>,
+    /// `metadata.continue` of the Status (an expired list's token to go on with).
+    pub list_continue: Option<String>,
 }
 
 /// Result alias used inside the server.
@@ -212,6 +214,9 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if let Some(token) = &self.details.list_continue {
+            status["metadata"] = json!({"continue": token});
+        }
         let mut details = serde_json::Map::new();
         if let Some(name) = &self.details.name {
             details.insert("name".into(), json!(name));

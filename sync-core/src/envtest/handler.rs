@@ -21,6 +21,7 @@ use super::patch;
 use super::request::{ResourcePath, Route, query};
 use super::resources::ResourceInfo;
 use super::selectors::{FieldSelector, LabelSelector};
+use super::snapshot;
 use super::store::Store;
 use super::table;
 use super::view::View;
@@ -480,24 +481,28 @@ impl Ctx<'_> {
             None | Some("") => None,
             Some(raw) => Some(decode_continue(raw)?),
         };
+        if token.is_some() && !matches!(rv_param.as_str(), "" | "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        // The resourceVersion read exactly: a continued list's, or `Exact` (also implied by
+        // a resourceVersion with a limit and no match, kube-apiserver's legacy rule).
+        let mut exact = token.as_ref().map(|t| t.rv).filter(|rv| *rv > 0);
         if !rv_param.is_empty() && rv_param != "0" {
             let wanted: u64 = rv_param
                 .parse()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv_param}")))?;
             let current = self.shared.store.read().rv;
-            if rv_match == "Exact" && wanted < current {
-                return Err(ApiError::expired(format!(
-                    "too old resource version: {wanted} ({current})"
-                )));
-            }
             if wanted > current {
                 self.wait_for(wanted).await?;
             }
+            if rv_match == "Exact" || (rv_match.is_empty() && limit > 0) {
+                exact = Some(wanted);
+            }
         }
         let state = self.shared.store.read();
-        let list_rv = token.as_ref().map(|t| t.rv).unwrap_or(state.rv);
-        let empty = Default::default();
-        let collection = state.collections.get(&self.key()).unwrap_or(&empty);
+        let list_rv = exact.unwrap_or(state.rv);
         let namespace = (!self.namespace.is_empty())
             .then_some(self.namespace.as_str())
             .or_else(|| fields.equals("metadata.namespace"));
@@ -509,8 +514,29 @@ impl Ctx<'_> {
         let filtered = labels.is_empty() && fields.is_empty();
         let mut items: Vec<Arc<Value>> = Vec::new();
         let mut next = None;
-        let mut iter = collection.range(start..);
-        for ((ns, name), object) in iter.by_ref() {
+        let entries = match snapshot::entries(&state, &self.key(), exact, &start) {
+            Ok(entries) => entries,
+            Err(_) if token.is_some() => {
+                // As kube-apiserver after compaction: 410, with a token to go on from the
+                // latest state (resourceVersion 0 in the token).
+                let token = ContinueToken {
+                    v: "meta.k8s.io/v1".into(),
+                    rv: 0,
+                    start,
+                };
+                let mut error = ApiError::expired(INCONSISTENT_CONTINUE);
+                error.details.list_continue = Some(encode_continue(&token));
+                return Err(error);
+            }
+            Err(_) => {
+                return Err(ApiError::expired(
+                    "The resourceVersion for the provided list is too old.",
+                ));
+            }
+        };
+        let mut iter = entries.into_iter();
+        for (entry_key, object) in iter.by_ref() {
+            let (ns, name) = entry_key.as_ref();
             if let Some(wanted) = namespace
                 && ns != wanted
             {
@@ -528,7 +554,7 @@ impl Ctx<'_> {
         let mut remaining = None;
         if next.is_some() && filtered {
             let count = iter
-                .take_while(|((ns, _), _)| namespace.is_none_or(|w| w == ns))
+                .take_while(|(k, _)| namespace.is_none_or(|w| w == k.0))
                 .count();
             remaining = Some(count + 1);
         }
@@ -540,8 +566,7 @@ impl Ctx<'_> {
                 rv: list_rv,
                 start,
             };
-            let raw = serde_json::to_vec(&token).unwrap_or_default();
-            metadata["continue"] = json!(base64::engine::general_purpose::STANDARD.encode(raw));
+            metadata["continue"] = json!(encode_continue(&token));
             if let Some(remaining) = remaining {
                 metadata["remainingItemCount"] = json!(remaining);
             }
@@ -897,6 +922,14 @@ fn set_path(object: &mut Value, path: &str, value: Value) {
         }
         current = map.entry(segment.to_string()).or_insert_with(|| json!({}));
     }
+}
+
+/// kube-apiserver's message for a continue token older than the retained history.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn encode_continue(token: &ContinueToken) -> String {
+    let raw = serde_json::to_vec(token).unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.encode(raw)
 }
 
 fn decode_continue(raw: &str) -> ApiResult<ContinueToken> {

@@ -67,6 +67,7 @@ pub mod resources;
 pub mod schema;
 pub mod selectors;
 pub mod server;
+pub mod snapshot;
 pub mod smp;
 pub mod store;
 pub mod table;

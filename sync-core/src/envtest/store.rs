@@ -45,7 +45,7 @@ pub struct Event {
     pub kind: EventType,
     /// The object after the change (for DELETED: the last state, with the delete's rv).
     pub object: Arc<Value>,
-    /// The object before the change (MODIFIED only).
+    /// The object before the change (MODIFIED and DELETED).
     pub old: Option<Arc<Value>>,
 }
 
@@ -98,7 +98,7 @@ impl State {
         } else {
             collection.insert(slot, object.clone())
         };
-        let old = if kind == EventType::Modified { old } else { None };
+        let old = if kind == EventType::Added { None } else { old };
         self.record(Event {
             rv,
             key: key.into(),
