@@ -743,9 +743,15 @@ impl Ctx<'_> {
             .store
             .write(|state| objects::delete(state, self.info, &self.namespace, &self.name, &options))?;
         if !gone {
-            return self.respond(202, &object);
+            // kube-apiserver answers 202 only when orphanDependents=false was asked for.
+            let orphan = |v: Option<&Value>| v.is_some_and(|v| v == false || v == "false");
+            let body: Option<Value> = serde_json::from_slice(body).ok();
+            let accepted = orphan(body.as_ref().and_then(|b| b.get("orphanDependents")))
+                || orphan(self.params.get("orphanDependents").map(|v| json!(v)).as_ref());
+            return self.respond(if accepted { 202 } else { 200 }, &object);
         }
-        if self.info.custom {
+        // Custom resources answer the deleted object, namespaces their last state.
+        if self.info.custom || self.key() == objects::NAMESPACE_KEY {
             return self.respond(200, &object);
         }
         let mut details = json!({

@@ -541,7 +541,10 @@ pub fn update(
     if dry_run {
         return Ok(Arc::new(new));
     }
-    let gone = deleting && finalizers(&new).is_empty();
+    // A namespace also waits for its content (the namespace controller's `kubernetes`
+    // finalizer) before it goes.
+    let gone =
+        deleting && finalizers(&new).is_empty() && (key != NAMESPACE_KEY || namespace_empty(state, name));
     let stored = if gone {
         let stored = state.put(&key, namespace, name, new, EventType::Deleted);
         after_removal(state, info, namespace);
@@ -704,16 +707,35 @@ fn delete_namespace(state: &mut State, name: &str, old: Arc<Value>) -> ApiResult
     }
     drop(registry);
     if namespace_empty(state, name) {
-        let stored = state.put(
-            NAMESPACE_KEY,
-            "",
-            name,
-            current.as_ref().clone(),
-            EventType::Deleted,
-        );
-        return Ok((stored, true));
+        // Answered as kube-apiserver does: the terminating namespace, its controller's
+        // work (done here at once) shows in the watch events that follow.
+        let (_, gone) = finish_namespace(state, name, &current);
+        return Ok((current, gone));
     }
     Ok((current, false))
+}
+
+/// An empty terminating namespace: the namespace controller's `kubernetes` finalizer is
+/// done (`spec.finalizers` emptied); the namespace goes unless `metadata.finalizers` holds
+/// it. Returns the namespace and whether it is gone.
+fn finish_namespace(state: &mut State, name: &str, ns: &Arc<Value>) -> (Arc<Value>, bool) {
+    let mut finished = ns.as_ref().clone();
+    if let Some(spec) = finished.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("finalizers".into(), json!([]));
+    }
+    if finalizers(&finished).is_empty() {
+        return (
+            state.put(NAMESPACE_KEY, "", name, finished, EventType::Deleted),
+            true,
+        );
+    }
+    if finished == **ns {
+        return (ns.clone(), false);
+    }
+    (
+        state.put(NAMESPACE_KEY, "", name, finished, EventType::Modified),
+        false,
+    )
 }
 
 fn namespace_empty(state: &State, namespace: &str) -> bool {
@@ -737,13 +759,7 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
     if let Some(ns) = terminating
         && namespace_empty(state, namespace)
     {
-        state.put(
-            NAMESPACE_KEY,
-            "",
-            namespace,
-            ns.as_ref().clone(),
-            EventType::Deleted,
-        );
+        finish_namespace(state, namespace, &ns);
     }
 }
 
