@@ -382,6 +382,20 @@ async fn create_from_files_and_generators() -> TestResult {
         .await?;
     let password = secret.data.as_ref().and_then(|d| d.get("password"));
     assert_eq!(password.map(|p| p.0.as_slice()), Some(&b"hunter2"[..]));
+    assert_eq!(secret.type_.as_deref(), Some("Opaque"));
+    // stringData is write-only: merged into data.
+    let file = c.file(
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sd\nstringData:\n  token: abc\n",
+    )?;
+    c.kubectl_ns(&["create", "-f", &file, "--validate=false"])
+        .await?
+        .ok()?;
+    let secret: Value =
+        serde_json::from_str(&c.kubectl_ns(&["get", "secret", "sd", "-o", "json"]).await?.ok()?)?;
+    assert_eq!(secret["data"], json!({"token": "YWJj"}));
+    assert_eq!(secret["type"], "Opaque");
+    assert!(secret.get("stringData").is_none());
 
     let out = c.kubectl_ns(&["create", "serviceaccount", "robot"]).await?.ok()?;
     assert_eq!(out.trim(), "serviceaccount/robot created");

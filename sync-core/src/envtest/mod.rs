@@ -50,6 +50,7 @@ pub mod admission;
 pub mod apply;
 pub mod auth;
 pub mod bench;
+pub mod builtin;
 pub mod cel;
 pub mod encode;
 pub mod errors;

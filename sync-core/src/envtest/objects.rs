@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::admission;
+use super::builtin;
 use super::errors::{ApiError, ApiResult, forbidden_field, invalid_value, required};
 use super::resources::{Registry, ResourceInfo};
 use super::store::{EventType, State};
@@ -203,6 +204,7 @@ pub fn create(
 ) -> ApiResult<Arc<Value>> {
     check_type(info, &mut object)?;
     check_namespace_field(info, namespace, &mut object)?;
+    builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
     let key = info.storage_key();
     let kind = info.kind.clone();
@@ -404,6 +406,7 @@ pub fn update(
 ) -> ApiResult<Arc<Value>> {
     check_type(info, &mut object)?;
     check_namespace_field(info, namespace, &mut object)?;
+    builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
