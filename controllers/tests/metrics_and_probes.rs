@@ -26,6 +26,7 @@ fn settings() -> Settings {
         leader_election: None,
         metrics_address: local,
         probe_address: local,
+        shutdown_grace: std::time::Duration::from_secs(10),
     }
 }
 

@@ -120,6 +120,17 @@ pub struct Cli {
     )]
     pub leader_election_retry_period: Duration,
 
+    /// How long in-flight reconciles may take to finish on shutdown before they are
+    /// abandoned (keep it below the pod's terminationGracePeriodSeconds).
+    #[arg(
+        long,
+        env = "SYNC_GRACEFUL_SHUTDOWN_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "20s",
+        value_parser = parse_duration
+    )]
+    pub graceful_shutdown_timeout: Duration,
+
     /// Name of this replica: its Lease holder identity is `<name>_<random>`
     /// [default: the hostname].
     #[arg(long, env = "POD_NAME", value_name = "NAME")]

@@ -93,6 +93,9 @@ pub struct Settings {
     pub metrics_address: Option<SocketAddr>,
     /// Where `/healthz` and `/readyz` are served (`None`: not served).
     pub probe_address: Option<SocketAddr>,
+    /// How long in-flight work may take to finish once shutdown is asked for; then it
+    /// is abandoned (and the Lease released anyway).
+    pub shutdown_grace: Duration,
 }
 
 impl Settings {
@@ -115,6 +118,7 @@ impl Settings {
             leader_election,
             metrics_address: cli.metrics_address(),
             probe_address: cli.probe_address(),
+            shutdown_grace: cli.graceful_shutdown_timeout,
         }
     }
 }
@@ -296,6 +300,7 @@ impl Operator {
         let driver = tokio::spawn(drive(
             client,
             settings.leader_election,
+            settings.shutdown_grace,
             controllers,
             health.clone(),
             metrics.clone(),
@@ -375,6 +380,7 @@ impl Controllers {
 async fn drive(
     client: Client,
     lease: Option<LeaseSettings>,
+    shutdown_grace: Duration,
     controllers: Controllers,
     health: Health,
     metrics: Arc<Metrics>,
@@ -398,9 +404,22 @@ async fn drive(
     let stop = shutdown.child_token();
     let run = controllers.run(stop.clone());
     tokio::pin!(run);
+    // Once shutdown is asked for, the controllers get `shutdown_grace` to finish.
+    let overdue = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(shutdown_grace).await;
+        tracing::warn!(
+            grace = ?shutdown_grace,
+            "the controllers did not stop in time; abandoning in-flight work"
+        );
+    };
+    tokio::pin!(overdue);
     let exit = match elector.as_mut() {
         None => {
-            run.await;
+            tokio::select! {
+                () = &mut run => {}
+                () = &mut overdue => {}
+            }
             Exit::Shutdown
         }
         Some(elector) => {
@@ -412,6 +431,7 @@ async fn drive(
                 .saturating_sub(settings.renew_deadline + settings.retry_period);
             tokio::select! {
                 () = &mut run => Exit::Shutdown,
+                () = &mut overdue => Exit::Shutdown,
                 lost = elector.hold() => {
                     metrics.set_leader(false);
                     health.set_phase(Phase::Stopping);
