@@ -396,6 +396,51 @@ async fn authoritative_api_transition_rule_on_our_and_upstream_crds() -> TestRes
     Ok(())
 }
 
+/// CEL's `matches` is an unanchored search (as kube-apiserver evaluates it): the rule Cluster
+/// API's main branch once had on `status.nodeRef.name` (at 048876a9) lets "Bad_Node" through
+/// and refuses a name without a lower-case letter or digit.
+#[tokio::test]
+async fn matches_is_an_unanchored_search() -> TestResult {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "noderefs.cel.example.com"},
+        "spec": {
+            "group": "cel.example.com", "scope": "Namespaced",
+            "names": {"kind": "NodeRef", "plural": "noderefs", "singular": "noderef", "listKind": "NodeRefList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {"name": {
+                    "type": "string",
+                    "x-kubernetes-validations": [{
+                        "rule": "self.matches('[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                        "message": "name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character."
+                    }]
+                }}}}
+            }}}]
+        }
+    });
+    let env = TestEnv::builder()
+        .namespace("test")
+        .crd_object(serde_json::from_value(crd)?)
+        .start()
+        .await?;
+    let path = "/apis/cel.example.com/v1/namespaces/test/noderefs";
+    let node = |name: &str, value: &str| json!({"apiVersion": "cel.example.com/v1", "kind": "NodeRef", "metadata": {"name": name}, "spec": {"name": value}});
+    expect(&create(&env, path, &node("a", "Bad_Node")).await?, 201)?;
+    let reply = create(&env, path, &node("b", "NODE")).await?;
+    expect(&reply, 422)?;
+    assert_eq!(
+        reply.causes(),
+        vec![("spec.name".into(), "FieldValueInvalid".into(), "Invalid value: \"NODE\": name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.".into())]
+    );
+    assert!(
+        env.skipped_cel_rules().is_empty(),
+        "{:?}",
+        env.skipped_cel_rules()
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn upstream_crds_are_served_and_validated() -> TestResult {
     let env = TestEnv::builder()
@@ -488,7 +533,7 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
         200,
     )?;
 
-    // Cluster API Machine: v1beta2 stored, v1beta1 served; required fields, the nodeRef rule.
+    // Cluster API Machine: v1beta2 stored, v1beta1 served; required fields, the taint key rule.
     let capi = "/apis/cluster.x-k8s.io";
     let m = json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine", "metadata": {"name": "c"},
         "spec": {"clusterName": "cluster", "bootstrap": {"dataSecretName": "s"},
@@ -512,23 +557,38 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
             "<nil>"
         ]
     );
-    let status = format!("{capi}/v1beta2/namespaces/ns/machines/c/status");
-    // CEL's `matches` is an unanchored search (as in kube-apiserver): "Bad_Node" passes this
-    // upstream rule; a name with no lower-case letter or digit does not.
-    expect(
-        &merge(
-            &env,
-            &status,
-            &json!({"status": {"nodeRef": {"name": "Bad_Node"}}}),
-        )
-        .await?,
-        200,
-    )?;
-    let reply = merge(&env, &status, &json!({"status": {"nodeRef": {"name": "NODE"}}})).await?;
+    // Cluster API's one CEL rule (v1beta2 taint keys, with the strings library's `split`): a
+    // key whose name part is longer than 63 characters passes the pattern and fails the rule.
+    let long = "n".repeat(64);
+    let tainted = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "t"},
+        "spec": {"clusterName": "cluster", "bootstrap": {"dataSecretName": "s"},
+                 "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachine", "name": "t"},
+                 "taints": [{"key": format!("example.com/{long}"), "effect": "NoSchedule", "propagation": "Always"},
+                            {"key": "example.com/ok", "effect": "NoSchedule", "propagation": "Always"}]}});
+    let reply = create(&env, &format!("{capi}/v1beta2/namespaces/ns/machines"), &tainted).await?;
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
-        vec![("status.nodeRef.name".into(), "FieldValueInvalid".into(), "Invalid value: \"NODE\": name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.".into())]
+        vec![(
+            "spec.taints[0].key".into(),
+            "FieldValueInvalid".into(),
+            format!(
+                "Invalid value: \"example.com/{long}\": key must be a valid qualified name of max size 63 characters with an optional subdomain prefix of max size 253 characters"
+            )
+        )]
+    );
+    let status = format!("{capi}/v1beta2/namespaces/ns/machines/c/status");
+    // The released v1beta2 checks a node name with a pattern (anchored, unlike CEL `matches`).
+    let reply = merge(
+        &env,
+        &status,
+        &json!({"status": {"nodeRef": {"name": "Bad_Node"}}}),
+    )
+    .await?;
+    expect(&reply, 422)?;
+    assert_eq!(
+        reply.causes(),
+        vec![("status.nodeRef.name".into(), "FieldValueInvalid".into(), "Invalid value: \"Bad_Node\": status.nodeRef.name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'".into())]
     );
     expect(
         &merge(
