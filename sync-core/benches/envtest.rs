@@ -28,8 +28,7 @@ fn main() -> ExitCode {
             path => output = Some(PathBuf::from(path)),
         }
     }
-    let output = output
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench/envtest.json"));
+    let output = output.unwrap_or_else(|| bench::workspace_dir().join("target/bench/envtest.json"));
     let sizes = if quick { Sizes::quick() } else { Sizes::full() };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -198,6 +198,7 @@ fn configmap(name: &str, i: usize) -> Result<ConfigMap, BenchError> {
 /// Time from `TestEnv::builder().crd_dir(dir).start()` to the first answered request
 /// (`GET /version` through the returned client), over `runs` starts.
 pub async fn start_to_ready(crd_dir: &Path, runs: usize) -> Result<Stats, BenchError> {
+    let crds = super::harness::read_crd_dir(crd_dir)?.len();
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
@@ -207,7 +208,7 @@ pub async fn start_to_ready(crd_dir: &Path, runs: usize) -> Result<Stats, BenchE
         env.stop().await;
     }
     Ok(Stats::of(
-        format!("start to ready ({})", crd_dir.display()),
+        format!("start to ready ({crds} CRDs)"),
         &samples,
         Some(50.0),
     ))
@@ -378,7 +379,13 @@ pub async fn run(sizes: Sizes, crd_dir: &Path) -> Result<Report, BenchError> {
     Ok(Report { sizes, results })
 }
 
+/// The workspace root of this repository.
+pub fn workspace_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
 /// `deploy/crds` of this repository.
 pub fn default_crd_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds")
+    workspace_dir().join("deploy/crds")
 }
