@@ -16,10 +16,12 @@ async fn every_measurement_runs() -> Result<(), Box<dyn std::error::Error>> {
     };
     let report = bench::run(sizes, &bench::default_crd_dir()).await?;
     let names: Vec<&str> = report.results.iter().map(|s| s.name.as_str()).collect();
+    let crds = sync_core::envtest::harness::read_crd_dir(&bench::default_crd_dir())?.len();
+    let start = format!("start to ready ({crds} CRDs)");
     assert_eq!(
         names,
         [
-            "start to ready (4 CRDs)",
+            start.as_str(),
             "create 20 objects (total, 4 in flight)",
             "create one object (latency under that load)",
             "write to watch event",
