@@ -325,19 +325,13 @@ async fn create_from_files_and_generators() -> TestResult {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-file\ndata:\n  k: v\n",
     )?;
-    let out = c
-        .kubectl_ns(&["create", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    let out = c.kubectl_ns(&["create", "-f", &file]).await?.ok()?;
     assert_eq!(out.trim(), "configmap/from-file created");
     assert_eq!(
         c.configmaps().get("from-file").await?.data,
         Some([("k".to_owned(), "v".to_owned())].into())
     );
-    let err = c
-        .kubectl_ns(&["create", "-f", &file, "--validate=false"])
-        .await?
-        .failed()?;
+    let err = c.kubectl_ns(&["create", "-f", &file]).await?.failed()?;
     assert!(
         err.contains(&format!(
             r#"Error from server (AlreadyExists): error when creating "{file}": configmaps "from-file" already exists"#
@@ -388,9 +382,7 @@ async fn create_from_files_and_generators() -> TestResult {
         "secret.yaml",
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sd\nstringData:\n  token: abc\n",
     )?;
-    c.kubectl_ns(&["create", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    c.kubectl_ns(&["create", "-f", &file]).await?.ok()?;
     let secret: Value =
         serde_json::from_str(&c.kubectl_ns(&["get", "secret", "sd", "-o", "json"]).await?.ok()?)?;
     assert_eq!(secret["data"], json!({"token": "YWJj"}));
@@ -490,7 +482,7 @@ async fn apply_creates_configures_and_prunes_keys() -> TestResult {
         )
     };
     let file = c.file("applied.yaml", &manifest("  k: v\n  gone: soon\n"))?;
-    let apply = ["apply", "-f", file.as_str(), "--validate=false"];
+    let apply = ["apply", "-f", file.as_str()];
     assert_eq!(
         c.kubectl_ns(&apply).await?.ok()?.trim(),
         "configmap/applied created"
@@ -523,10 +515,14 @@ async fn apply_creates_configures_and_prunes_keys() -> TestResult {
     assert_eq!(cm.data, Some([("k".to_owned(), "v2".to_owned())].into()));
     assert_eq!(cm.labels().get("app").map(String::as_str), Some("web"));
 
-    // Without --validate=false kubectl wants the OpenAPI document (not served in-process yet).
-    if c.env.is_none() {
-        c.kubectl_ns(&["apply", "-f", &file]).await?.ok()?;
-    }
+    // Client-side validation against the served OpenAPI document: an unknown field fails.
+    std::fs::write(&file, manifest("  k: v2\nbogus: 1\n"))?;
+    let err = c.kubectl_ns(&["apply", "-f", &file]).await?.failed()?;
+    assert!(err.contains("unknown field \"bogus\""), "{err}");
+    // --validate=false sends it anyway; the server drops the unknown field.
+    c.kubectl_ns(&["apply", "-f", &file, "--validate=false"])
+        .await?
+        .ok()?;
     c.cleanup(&[], &[]).await
 }
 
@@ -693,10 +689,7 @@ async fn replace_and_conflicts() -> TestResult {
         serde_json::from_str(&c.kubectl_ns(&["get", "cm", "r", "-o", "json"]).await?.ok()?)?;
     object["data"]["k"] = json!("v2");
     let file = c.file("r.json", &object.to_string())?;
-    let out = c
-        .kubectl_ns(&["replace", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    let out = c.kubectl_ns(&["replace", "-f", &file]).await?.ok()?;
     assert_eq!(out.trim(), "configmap/r replaced");
     assert_eq!(
         c.configmaps().get("r").await?.data,
@@ -706,10 +699,7 @@ async fn replace_and_conflicts() -> TestResult {
     // The file still carries the old resourceVersion: a Conflict.
     object["data"]["k"] = json!("v3");
     std::fs::write(&file, object.to_string())?;
-    let err = c
-        .kubectl_ns(&["replace", "-f", &file, "--validate=false"])
-        .await?
-        .failed()?;
+    let err = c.kubectl_ns(&["replace", "-f", &file]).await?.failed()?;
     assert!(
         err.contains(&format!(
             r#"Error from server (Conflict): error when replacing "{file}": Operation cannot be fulfilled on configmaps "r": the object has been modified; please apply your changes to the latest version and try again"#
@@ -722,9 +712,7 @@ async fn replace_and_conflicts() -> TestResult {
         meta.remove("resourceVersion");
     }
     std::fs::write(&file, object.to_string())?;
-    c.kubectl_ns(&["replace", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    c.kubectl_ns(&["replace", "-f", &file]).await?.ok()?;
     assert_eq!(
         c.configmaps().get("r").await?.data,
         Some([("k".to_owned(), "v3".to_owned())].into())
@@ -733,10 +721,7 @@ async fn replace_and_conflicts() -> TestResult {
     let mut missing = object.clone();
     missing["metadata"]["name"] = json!("missing");
     std::fs::write(&file, missing.to_string())?;
-    let err = c
-        .kubectl_ns(&["replace", "-f", &file, "--validate=false"])
-        .await?
-        .failed()?;
+    let err = c.kubectl_ns(&["replace", "-f", &file]).await?.failed()?;
     assert!(err.contains(r#"configmaps "missing" not found"#), "{err}");
     c.cleanup(&[], &[]).await
 }
@@ -952,9 +937,7 @@ async fn api_resources_lists_builtins_and_crds() -> TestResult {
     let group = format!("k{}.example.com", c.suffix);
     let crd = crd_yaml(&group);
     let file = c.file("crd.yaml", &crd)?;
-    c.kubectl(&["apply", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    c.kubectl(&["apply", "-f", &file]).await?.ok()?;
     let name = format!("gadgets.{group}");
     c.kubectl(&[
         "wait",
@@ -1014,10 +997,7 @@ async fn wait_for_crd_established_then_use_it() -> TestResult {
     let group = format!("w{}.example.com", c.suffix);
     let name = format!("gadgets.{group}");
     let file = c.file("crd.yaml", &crd_yaml(&group))?;
-    let out = c
-        .kubectl(&["create", "-f", &file, "--validate=false"])
-        .await?
-        .ok()?;
+    let out = c.kubectl(&["create", "-f", &file]).await?.ok()?;
     assert_eq!(
         out.trim(),
         format!("customresourcedefinition.apiextensions.k8s.io/{name} created")
@@ -1063,10 +1043,7 @@ async fn wait_for_crd_established_then_use_it() -> TestResult {
         "gadget.yaml",
         &format!("apiVersion: {group}/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n  size: 3\n"),
     )?;
-    let out = c
-        .kubectl_ns(&["create", "-f", &gadget, "--validate=false"])
-        .await?
-        .ok()?;
+    let out = c.kubectl_ns(&["create", "-f", &gadget]).await?.ok()?;
     assert_eq!(out.trim(), format!("gadget.{group}/g1 created"));
     let size = c
         .kubectl_ns(&["get", "gd", "g1", "-o", "jsonpath={.spec.size}"])

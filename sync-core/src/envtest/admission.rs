@@ -79,11 +79,13 @@ pub fn scoped<T>(mode: FieldValidation, f: impl FnOnce() -> T) -> (T, Vec<String
     (out, scope.map(|s| s.warnings).unwrap_or_default())
 }
 
-fn mode() -> FieldValidation {
+/// The `fieldValidation` mode of the request being written (`Warn` outside a scope).
+pub(crate) fn mode() -> FieldValidation {
     SCOPE.with(|s| s.borrow().as_ref().map(|s| s.mode).unwrap_or_default())
 }
 
-fn warn(messages: impl IntoIterator<Item = String>) {
+/// Adds `Warning` headers to the response of the request being written.
+pub(crate) fn warn(messages: impl IntoIterator<Item = String>) {
     SCOPE.with(|s| {
         if let Some(scope) = s.borrow_mut().as_mut() {
             for message in messages {

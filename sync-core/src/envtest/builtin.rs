@@ -1,11 +1,16 @@
 //! What kube-apiserver's registry does to built-in kinds on every write before anything
-//! else sees them: decoding checks (`[]byte` fields must be base64) and defaulting
-//! (`Secret.type` is `Opaque`; `Secret.stringData` is write-only, merged into `data`).
+//! else sees them: decoding into the Go type (unknown fields dropped, or refused with
+//! `fieldValidation=Strict`; empty `omitempty` fields left out; `[]byte` fields must be
+//! base64; wrongly typed fields are 400), with the JSON forms of [`super::protobuf`], and
+//! defaulting (`Secret.type` is `Opaque`; `Secret.stringData` is write-only, merged into
+//! `data`).
 
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::admission::{self, FieldValidation};
 use super::errors::{ApiError, ApiResult};
+use super::protobuf;
 use super::resources::ResourceInfo;
 
 fn base64_error(kind: &str, error: base64::DecodeError) -> ApiError {
@@ -40,7 +45,52 @@ fn check_base64(kind: &str, map: Option<&Value>) -> ApiResult<()> {
 
 /// Decodes and defaults a built-in object about to be created or updated.
 pub fn prepare(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
-    if info.custom || !info.group.is_empty() {
+    if info.custom {
+        return Ok(());
+    }
+    defaults(info, object)?;
+    decode(info, object)
+}
+
+/// Decodes the object into its Go type and back, as kube-apiserver does: unknown fields
+/// fail the request (`fieldValidation=Strict`), warn (`Warn`, the default) or are dropped
+/// (`Ignore`); empty `omitempty` fields are left out; a wrongly typed field is 400.
+fn decode(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
+    let api_version = info.api_version();
+    let Some(codec) = protobuf::codec_for(&api_version, &info.kind) else {
+        return Ok(());
+    };
+    let kind = &info.kind;
+    let unknown = (codec.unknown)(object);
+    if !unknown.is_empty() {
+        let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
+        match admission::mode() {
+            FieldValidation::Strict => {
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    messages.join(", ")
+                )));
+            }
+            FieldValidation::Warn => admission::warn(messages),
+            FieldValidation::Ignore => {}
+        }
+    }
+    let mut decoded = (codec.normalize)(object).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {e}",
+            info.version
+        ))
+    })?;
+    if let Some(map) = decoded.as_object_mut() {
+        map.insert("apiVersion".into(), json!(api_version));
+        map.insert("kind".into(), json!(kind));
+    }
+    *object = decoded;
+    Ok(())
+}
+
+fn defaults(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
+    if !info.group.is_empty() {
         return Ok(());
     }
     match info.kind.as_str() {
@@ -93,11 +143,53 @@ mod tests {
         prepare(&info("Secret"), &mut secret).ok();
         assert_eq!(
             secret,
-            json!({"type": "Opaque", "data": {"a": "eA==", "b": "aHVudGVyMg=="}})
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"a": "eA==", "b": "aHVudGVyMg=="}})
         );
         let mut typed = json!({"type": "kubernetes.io/tls"});
         prepare(&info("Secret"), &mut typed).ok();
         assert_eq!(typed["type"], "kubernetes.io/tls");
+    }
+
+    #[test]
+    fn objects_are_decoded_as_their_go_type() {
+        let mut cm = json!({
+            "metadata": {"name": "a", "labels": {}, "generation": 0, "bogus": 1},
+            "data": {"k": "v"},
+            "binaryData": {},
+            "extra": {"x": 1},
+        });
+        let (result, warnings) =
+            crate::envtest::admission::scoped(FieldValidation::Warn, || prepare(&info("ConfigMap"), &mut cm));
+        assert!(result.is_ok());
+        // Unknown fields dropped with a warning each; empty omitempty fields left out.
+        assert_eq!(
+            cm,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+        assert_eq!(
+            warnings,
+            ["unknown field \"extra\"", "unknown field \"metadata.bogus\""]
+        );
+
+        let mut strict = json!({"metadata": {"name": "a"}, "extra": 1});
+        let (result, _) = crate::envtest::admission::scoped(FieldValidation::Strict, || {
+            prepare(&info("ConfigMap"), &mut strict)
+        });
+        assert_eq!(
+            result.err().map(|e| (e.code, e.message)),
+            Some((400, "strict decoding error: unknown field \"extra\"".to_owned()))
+        );
+
+        let mut wrong = json!({"metadata": {"name": "a"}, "data": {"k": 1}});
+        let error = prepare(&info("ConfigMap"), &mut wrong).err();
+        assert_eq!(
+            error.map(|e| (e.code, e.message)),
+            Some((
+                400,
+                "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: data: k: expected a string"
+                    .to_owned()
+            ))
+        );
     }
 
     #[test]

@@ -40,6 +40,24 @@ pub trait Json: Sized {
     }
     /// Parses the JSON form; the error names what was expected.
     fn from_json(value: &Value) -> Result<Self, String>;
+    /// Adds the paths of the fields of `value` this type does not have (under `path`).
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        let _ = (value, path, out);
+    }
+}
+
+/// `path.key` (or `key` at the top).
+pub fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The unknown fields of `value` for the type of `_field` (type inference helper).
+pub fn unknown_in<T: Json>(_field: &T, value: &Value, path: &str, out: &mut Vec<String>) {
+    T::unknown_fields(value, path, out);
 }
 
 /// Writes `value` under `key` following `omit`; `Null` is never written.
@@ -106,6 +124,19 @@ macro_rules! message {
                 $( $crate::envtest::protobuf::json::take(map, $json, &mut out.$field)?; )*
                 Ok(out)
             }
+            fn unknown_fields(value: &::serde_json::Value, path: &str, out: &mut Vec<String>) {
+                let Some(map) = value.as_object() else { return };
+                #[allow(unused_variables)]
+                let shape = Self::default();
+                for (key, field) in map {
+                    let at = $crate::envtest::protobuf::json::join(path, key);
+                    let _ = &field;
+                    match key.as_str() {
+                        $( $json => $crate::envtest::protobuf::json::unknown_in(&shape.$field, field, &at, out), )*
+                        _ => out.push(at),
+                    }
+                }
+            }
         }
     };
     (@omit) => { $crate::envtest::protobuf::json::Omit::Empty };
@@ -131,6 +162,9 @@ impl<T: Json + Default> Json for Option<T> {
             value => T::from_json(value).map(Some),
         }
     }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        T::unknown_fields(value, path, out);
+    }
 }
 
 impl<T: Json> Json for Box<T> {
@@ -142,6 +176,9 @@ impl<T: Json> Json for Box<T> {
     }
     fn from_json(value: &Value) -> Result<Self, String> {
         T::from_json(value).map(Box::new)
+    }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        T::unknown_fields(value, path, out);
     }
 }
 
@@ -251,6 +288,11 @@ impl<T: Repeated> Json for Vec<T> {
             .map(|(i, item)| T::from_json(item).map_err(|e| format!("[{i}]: {e}")))
             .collect()
     }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+            T::unknown_fields(item, &format!("{path}[{i}]"), out);
+        }
+    }
 }
 
 impl<T: Json> Json for BTreeMap<String, T> {
@@ -265,6 +307,11 @@ impl<T: Json> Json for BTreeMap<String, T> {
             .iter()
             .map(|(k, v)| Ok((k.clone(), T::from_json(v).map_err(|e| format!("{k}: {e}"))?)))
             .collect()
+    }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        for (key, item) in value.as_object().into_iter().flatten() {
+            T::unknown_fields(item, &join(path, key), out);
+        }
     }
 }
 

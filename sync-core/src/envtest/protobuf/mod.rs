@@ -75,6 +75,12 @@ pub struct Codec {
     pub decode: fn(&[u8]) -> Result<Value, String>,
     /// JSON to typed message bytes.
     pub encode: fn(&Value) -> Result<Vec<u8>, String>,
+    /// JSON as the Go type re-encodes it: unknown fields dropped, empty `omitempty`
+    /// fields left out, times in their precision (what kube-apiserver stores).
+    pub normalize: fn(&Value) -> Result<Value, String>,
+    /// The paths of the fields of an object the type does not have (`apiVersion` and
+    /// `kind` aside).
+    pub unknown: fn(&Value) -> Vec<String>,
 }
 
 fn decode<M: Message + Default + Json>(raw: &[u8]) -> Result<Value, String> {
@@ -85,10 +91,23 @@ fn encode<M: Message + Json>(value: &Value) -> Result<Vec<u8>, String> {
     M::from_json(value).map(|m| m.encode_to_vec())
 }
 
+fn normalize<M: Json>(value: &Value) -> Result<Value, String> {
+    M::from_json(value).map(|m| m.to_json())
+}
+
+fn unknown<M: Json>(value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    M::unknown_fields(value, "", &mut out);
+    out.retain(|path| !matches!(path.as_str(), "apiVersion" | "kind"));
+    out
+}
+
 fn codec<M: Message + Default + Json>() -> Codec {
     Codec {
         decode: decode::<M>,
         encode: encode::<M>,
+        normalize: normalize::<M>,
+        unknown: unknown::<M>,
     }
 }
 

@@ -559,6 +559,12 @@ impl Json for apiext::JsonSchemaPropsOrArray {
             }),
         }
     }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        match value {
+            Value::Array(_) => Vec::<apiext::JsonSchemaProps>::unknown_fields(value, path, out),
+            value => apiext::JsonSchemaProps::unknown_fields(value, path, out),
+        }
+    }
 }
 
 /// A schema, or a boolean.
@@ -582,6 +588,11 @@ impl Json for apiext::JsonSchemaPropsOrBool {
                 allows: Some(true),
                 schema: Some(Json::from_json(value)?),
             }),
+        }
+    }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        if value.is_object() {
+            apiext::JsonSchemaProps::unknown_fields(value, path, out);
         }
     }
 }
@@ -610,6 +621,11 @@ impl Json for apiext::JsonSchemaPropsOrStringArray {
                     property: Vec::new(),
                 })
             }
+        }
+    }
+    fn unknown_fields(value: &Value, path: &str, out: &mut Vec<String>) {
+        if value.is_object() {
+            apiext::JsonSchemaProps::unknown_fields(value, path, out);
         }
     }
 }
