@@ -40,6 +40,22 @@
 //! part. `cargo run -p sync-core --features envtest --bin envtest-server -- --kubeconfig
 //! FILE` is a stand-in "existing cluster" to try the switch with.
 //!
+//! # What differs from kube-apiserver (request path, storage, lists)
+//!
+//! * Responses are JSON (or `Table`/`PartialObjectMetadata` views); a client that accepts
+//!   only protobuf gets 406 where kube-apiserver would answer protobuf for built-in kinds.
+//!   Protobuf request bodies are decoded for the built-in kinds served here only.
+//! * Built-in kinds get kube-apiserver's decoding (unknown fields, types, base64) and a few
+//!   defaults (`Secret.type`, `stringData`, namespace `spec.finalizers`/phase/label), not
+//!   every registry strategy; no controllers run, so new namespaces get no
+//!   `kube-root-ca.crt` ConfigMap and no `default` ServiceAccount.
+//! * The namespace controller's work is done within the DELETE (content removed, finalizer
+//!   `kubernetes` dropped once empty); it sets no `NamespaceContentRemaining`-style
+//!   conditions, and the `/finalize` subresource is not served.
+//! * History is the last `history_window` events (default 100 000), not etcd's time-based
+//!   compaction: lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`)
+//!   are rebuilt from it and get 410 Expired beyond it, as watches do.
+//!
 //! # Benchmark
 //!
 //! `cargo bench -p sync-core --features envtest --bench envtest -- [--quick] [FILE]`
