@@ -147,7 +147,10 @@ impl TestEnvBuilder {
     /// (`system:serviceaccount:<namespace>:<name>`, in `system:serviceaccounts` and
     /// `system:serviceaccounts:<namespace>`), as kube-apiserver authenticates its tokens.
     pub fn service_account(self, namespace: &str, name: &str) -> Self {
-        let groups = ["system:serviceaccounts".to_owned(), format!("system:serviceaccounts:{namespace}")];
+        let groups = [
+            "system:serviceaccounts".to_owned(),
+            format!("system:serviceaccounts:{namespace}"),
+        ];
         let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
         self.user(service_account_user(namespace, name), &groups)
     }
@@ -280,7 +283,11 @@ fn seed(
             objects::create(state, &ns_info, "", object, false)?;
         }
         for policy in super::rbac::bootstrap_policy() {
-            let plural = if policy["kind"] == "ClusterRole" { "clusterroles" } else { "clusterrolebindings" };
+            let plural = if policy["kind"] == "ClusterRole" {
+                "clusterroles"
+            } else {
+                "clusterrolebindings"
+            };
             let info = registry
                 .get("rbac.authorization.k8s.io", "v1", plural)
                 .ok_or_else(|| EnvtestError::Client(format!("built-in {plural} missing")))?;

@@ -28,13 +28,22 @@ pub struct Denials(std::sync::Mutex<Vec<Denial>>);
 impl Denials {
     /// Records a refusal.
     pub fn record(&self, user: &User, error: &ApiError) {
-        let denial = Denial { user: user.name.clone(), message: error.message.clone() };
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(denial);
+        let denial = Denial {
+            user: user.name.clone(),
+            message: error.message.clone(),
+        };
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(denial);
     }
 
     /// All refusals so far.
     pub fn all(&self) -> Vec<Denial> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }
 

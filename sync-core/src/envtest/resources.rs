@@ -380,10 +380,7 @@ impl Registry {
     }
 
     /// [`Registry::build`], reusing the compiled schemas of `previous` for unchanged CRDs.
-    pub fn build_reusing<'a>(
-        previous: Option<&Registry>,
-        crds: impl IntoIterator<Item = &'a Value>,
-    ) -> Self {
+    pub fn build_reusing<'a>(previous: Option<&Registry>, crds: impl IntoIterator<Item = &'a Value>) -> Self {
         let mut registry = Self::default();
         for info in builtins() {
             registry.add(info);
