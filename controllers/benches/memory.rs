@@ -3,6 +3,8 @@
 //! ```text
 //! cargo bench -p controllers --bench memory            # 10 000 pairs
 //! MEMORY_BENCH_PAIRS=2000 cargo bench -p controllers --bench memory
+//! MEMORY_BENCH_ONLY=mapi cargo bench -p controllers --bench memory   # one kind only
+//!                                                    # (mapi, capi, infra = capi + infra)
 //! ```
 //!
 //! For each scenario an in-process envtest is filled (in this process), then the release
@@ -109,24 +111,31 @@ async fn measure(pairs: usize) -> BenchResult<Reading> {
     let address = tokio::time::timeout(Duration::from_secs(30), address_rx).await??;
 
     // Wait until the caches hold everything and every name was reconciled.
-    let expected = pairs as f64;
+    let only = std::env::var("MEMORY_BENCH_ONLY").unwrap_or_default();
+    let count = |kind: &str| {
+        let kept = only.is_empty() || only == kind || (kind == "capi" && only == "infra");
+        if kept { pairs as f64 } else { 0.0 }
+    };
+    let (mapi, capi, infra) = (count("mapi"), count("capi"), count("infra"));
     loop {
         let text = scrape(&address).await.unwrap_or_default();
         let machine = |name: &str, labels: &[(&str, &str)]| metric(&text, name, labels);
-        let done = machine(
-            "sync_cache_objects",
-            &[("cache", "mapi"), ("controller", "machine-sync")],
-        ) >= expected
-            && machine(
+        let cache = |name: &str| {
+            machine(
                 "sync_cache_objects",
-                &[("cache", "capi"), ("controller", "machine-sync")],
-            ) >= expected
-            && machine("sync_reconcile_total", &[("controller", "machine-sync")]) >= expected
-            && machine(
-                "sync_reconcile_total",
-                &[("controller", "machine-sync"), ("direction", "mapi_to_capi")],
-            ) >= expected
-            && (pairs == 0
+                &[("cache", name), ("controller", "machine-sync")],
+            )
+        };
+        let reconciled = |direction: Option<&str>| {
+            let mut labels = vec![("controller", "machine-sync")];
+            labels.extend(direction.map(|d| ("direction", d)));
+            machine("sync_reconcile_total", &labels)
+        };
+        let done = cache("mapi") >= mapi
+            && cache("capi") >= capi
+            && reconciled(None) >= mapi.max(capi)
+            && reconciled(Some("mapi_to_capi")) >= mapi
+            && (infra == 0.0
                 || machine(
                     "sync_infrastructure_watches",
                     &[("kind", "DevMachine"), ("state", "watching")],
@@ -182,12 +191,20 @@ async fn fill(pairs: usize) -> BenchResult<TestEnv> {
         .crd_dir(deploy.join("examples/crds"))
         .namespace(MAPI_NS)
         .namespace(CAPI_NS);
+    // MEMORY_BENCH_ONLY=mapi|capi|infra keeps one kind (to attribute the memory).
+    let only = std::env::var("MEMORY_BENCH_ONLY").unwrap_or_default();
+    let with = |kind: &str| only.is_empty() || only == kind;
     for i in 0..pairs {
         let name = format!("worker-{i:05}");
-        builder = builder
-            .object(mapi_machine(&name))
-            .object(capi_machine(&name))
-            .object(dev_machine(&name));
+        if with("mapi") {
+            builder = builder.object(mapi_machine(&name));
+        }
+        if with("capi") || with("infra") {
+            builder = builder.object(capi_machine(&name));
+        }
+        if with("infra") {
+            builder = builder.object(dev_machine(&name));
+        }
     }
     let env = builder.start().await?;
     // Status is not taken on create (status subresource): set it as a controller would.
@@ -207,7 +224,8 @@ async fn fill(pairs: usize) -> BenchResult<TestEnv> {
         "addresses": [{"type": "InternalIP", "address": "10.0.12.34"},
                       {"type": "InternalDNS", "address": "ip-10-0-12-34.ec2.internal"}],
     }}));
-    let results: Vec<_> = stream::iter(0..pairs)
+    let patched = if with("mapi") { pairs } else { 0 };
+    let results: Vec<_> = stream::iter(0..patched)
         .map(|i| {
             let (machines, status) = (machines.clone(), status.clone());
             async move {
