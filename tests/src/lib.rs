@@ -4,6 +4,12 @@
 //!
 //! Every test gets its own pair of namespaces (random suffix), so the same tests run
 //! unchanged against a shared real cluster.
+//!
+//! [`bench`] is the benchmark suite (`cargo bench -p e2e --bench sync`) and
+//! [`handwritten`] the kube-runtime controllers it measures the macro against.
+
+pub mod bench;
+pub mod handwritten;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,0 +1,478 @@
+//! The sync benchmark suite (`cargo bench -p e2e --bench sync`): the macro-generated
+//! `MachineSync`/`MachineSetSync` on the sync-core engine against the hand-written
+//! equivalent on kube-runtime ([`crate::handwritten`]), on envtest, at scale.
+//!
+//! Scenarios, each on an envtest of its own, filled by [`fill`]:
+//! 1. **cold start** and 2. **event-to-hook latency** ([`scenarios::session`]):
+//!    sessions alternate between the implementations; each starts one, times until every
+//!    Machine pair was reconciled once, then times updates of each watched kind one at a
+//!    time, from just before the write to the hook call that saw its resourceVersion. Issue
+//!    4's figure (InfraMachine update to hook, 1 000 pairs, two kinds) is the InfraMachine
+//!    latency at 1 000 pairs.
+//! 3. **throughput** ([`scenarios::throughput`]): a stream of updates to distinct Machines.
+//! 4. **memory** ([`memory`]): each implementation in a child process.
+//! 5. every figure for both implementations, with the macro/hand-written ratio.
+//! 6. **envtest**'s own figures (`sync_core::envtest::bench`).
+//!
+//! The implementations run in-process on a tokio runtime of their own, apart from the
+//! envtest's, so their CPU time is measured too. Nothing here asserts on time: the suite
+//! reports.
+
+pub mod fill;
+pub mod memory;
+pub mod probe;
+pub mod procfs;
+pub mod report;
+pub mod scenarios;
+pub mod sut;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sync_core::envtest::bench::{Report, Sizes, Stats};
+
+use fill::Fleet;
+use report::Figure;
+use scenarios::{Session, Throughput, Watched};
+use sut::Implementation;
+
+/// Errors of the suite.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// envtest failed to start.
+    #[error("envtest: {0}")]
+    Envtest(#[from] sync_core::envtest::EnvtestError),
+    /// A request failed.
+    #[error("request: {0}")]
+    Kube(#[from] kube::Error),
+    /// A wait timed out.
+    #[error(transparent)]
+    TimedOut(#[from] probe::TimedOut),
+    /// envtest's own benchmark failed.
+    #[error(transparent)]
+    Envbench(#[from] sync_core::envtest::bench::BenchError),
+    /// Anything else, in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// How much work a run does.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Settings {
+    /// `quick` or `full`.
+    pub mode: &'static str,
+    /// The fleet of every scenario.
+    pub fleet: Fleet,
+    /// Cold-start/latency sessions per implementation.
+    pub sessions: usize,
+    /// Timed updates per watched kind per implementation.
+    pub latency_samples: usize,
+    /// Untimed updates per kind at the start of a session.
+    pub warmup: usize,
+    /// Updates in the throughput stream.
+    pub throughput_updates: usize,
+    /// Writes in flight in the throughput stream.
+    pub throughput_in_flight: usize,
+    /// Pairs of issue 4's InfraMachine figure.
+    pub issue4_pairs: usize,
+    /// envtest's own benchmark (`None`: skipped).
+    pub envtest: Option<Sizes>,
+}
+
+impl Settings {
+    /// The full run: 10 000 pairs (or `pairs`).
+    pub fn full(pairs: Option<usize>) -> Self {
+        let machines = pairs.unwrap_or(10_000);
+        Self {
+            mode: "full",
+            fleet: Fleet {
+                machines,
+                machine_sets: 100,
+            },
+            sessions: 3,
+            latency_samples: 200,
+            warmup: 3,
+            throughput_updates: machines,
+            throughput_in_flight: 16,
+            issue4_pairs: 1_000,
+            envtest: Some(Sizes::full()),
+        }
+    }
+
+    /// The quick run: 1 000 pairs (or `pairs`), fewer samples, envtest's quick sizes.
+    pub fn quick(pairs: Option<usize>) -> Self {
+        let machines = pairs.unwrap_or(1_000);
+        Self {
+            mode: "quick",
+            latency_samples: 100,
+            envtest: Some(Sizes::quick()),
+            ..Self::full(Some(machines))
+        }
+    }
+}
+
+/// Everything a run measured.
+pub struct Outcome {
+    /// The figures, in table order.
+    pub figures: Vec<Figure>,
+    /// envtest's own report.
+    pub envtest: Option<Report>,
+    /// The raw measurements.
+    pub raw: Value,
+}
+
+/// The sessions of one implementation.
+#[derive(Default)]
+struct Sessions {
+    sessions: Vec<Session>,
+}
+
+impl Sessions {
+    fn cold_starts(&self, of: impl Fn(&Session) -> Duration) -> Stats {
+        let samples: Vec<Duration> = self.sessions.iter().map(of).collect();
+        Stats::of("cold start", &samples, None)
+    }
+
+    fn latencies(&self, kind: Watched) -> Stats {
+        let samples: Vec<Duration> = self
+            .sessions
+            .iter()
+            .flat_map(|s| s.latencies.iter().filter(|(k, _)| *k == kind))
+            .flat_map(|(_, samples)| samples.iter().copied())
+            .collect();
+        Stats::of(kind.label(), &samples, None)
+    }
+
+    fn missed(&self) -> usize {
+        self.sessions.iter().map(|s| s.missed).sum()
+    }
+
+    /// A small JSON summary (no raw samples).
+    fn summary(&self) -> Value {
+        let list =
+            |of: fn(&Session) -> Duration| -> Vec<f64> { self.sessions.iter().map(|s| ms(of(s))).collect() };
+        let kinds: Vec<Watched> = self
+            .sessions
+            .first()
+            .map(|s| s.latencies.iter().map(|(k, _)| *k).collect())
+            .unwrap_or_default();
+        json!({
+            "cold_start_ms": list(|s| s.cold_start),
+            "cold_start_cpu_ms": list(|s| s.cold_start_cpu),
+            "cold_start_machine_sets_ms": list(|s| s.cold_start_machine_sets),
+            "latency": kinds.into_iter().map(|k| self.latencies(k)).collect::<Vec<_>>(),
+            "missed": self.missed(),
+        })
+    }
+}
+
+/// Runs cold-start/latency sessions on one envtest filled with `fleet`, alternating the
+/// implementations (the first round macro first, the next hand-written first, …).
+async fn sessions(
+    fleet: Fleet,
+    rounds: usize,
+    kinds: &[Watched],
+    samples: usize,
+    warmup: usize,
+    progress: &impl Fn(&str),
+) -> Result<[Sessions; 2], BenchError> {
+    let (env, filled) = fill::start(fleet).await?;
+    progress(&format!(
+        "filled {} Machine pairs and {} MachineSet pairs in {:.1} s",
+        fleet.machines,
+        fleet.machine_sets,
+        filled.as_secs_f64()
+    ));
+    let mut results = [Sessions::default(), Sessions::default()];
+    let rounds = rounds.max(1);
+    for round in 0..rounds {
+        let mut order = Implementation::BOTH;
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        // Spread the samples over the rounds.
+        let per_round = samples / rounds + usize::from(round < samples % rounds);
+        for implementation in order {
+            let number = round * 2 + usize::from(implementation == Implementation::HandWritten);
+            let session =
+                scenarios::session(&env, fleet, implementation, number, kinds, per_round, warmup).await?;
+            progress(&format!(
+                "  {:<12} cold start {:>7.0} ms (CPU {:>6.0} ms), {} timed updates",
+                implementation.as_str(),
+                ms(session.cold_start),
+                ms(session.cold_start_cpu),
+                per_round * kinds.len()
+            ));
+            results[index(implementation)].sessions.push(session);
+        }
+    }
+    env.stop().await;
+    Ok(results)
+}
+
+fn index(implementation: Implementation) -> usize {
+    match implementation {
+        Implementation::Macro => 0,
+        Implementation::HandWritten => 1,
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// Runs every scenario; `exe` is the bench binary (re-executed for the memory figures);
+/// `progress` is told what happens.
+pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Result<Outcome, BenchError> {
+    let fleet = settings.fleet;
+    let started = Instant::now();
+    let mut figures = Vec::new();
+
+    progress("1+2. cold start and event-to-hook latency");
+    let [macro_sessions, hand_sessions] = sessions(
+        fleet,
+        settings.sessions,
+        &Watched::ALL,
+        settings.latency_samples,
+        settings.warmup,
+        &progress,
+    )
+    .await?;
+    let pairs = fleet.machines;
+    let cold = |s: &Sessions| s.cold_starts(|s| s.cold_start).median_ms;
+    figures.push(
+        Figure::lower(
+            format!(
+                "cold start: {pairs} Machine pairs reconciled once, median of {}",
+                settings.sessions
+            ),
+            "ms",
+            cold(&macro_sessions),
+            Some(cold(&hand_sessions)),
+        )
+        .target(3000.0),
+    );
+    let cpu = |s: &Sessions| s.cold_starts(|s| s.cold_start_cpu).median_ms;
+    figures.push(Figure::lower(
+        "cold start: controllers' CPU time until then",
+        "ms",
+        cpu(&macro_sessions),
+        Some(cpu(&hand_sessions)),
+    ));
+    let sets = |s: &Sessions| s.cold_starts(|s| s.cold_start_machine_sets).median_ms;
+    figures.push(Figure::lower(
+        format!(
+            "cold start: {} MachineSet pairs reconciled once",
+            fleet.machine_sets
+        ),
+        "ms",
+        sets(&macro_sessions),
+        Some(sets(&hand_sessions)),
+    ));
+    for kind in Watched::ALL {
+        let (m, h) = (macro_sessions.latencies(kind), hand_sessions.latencies(kind));
+        figures.push(
+            Figure::lower(
+                format!(
+                    "latency p50: {} update → hook ({} samples)",
+                    kind.label(),
+                    m.samples
+                ),
+                "ms",
+                m.median_ms,
+                Some(h.median_ms),
+            )
+            .target(2.0),
+        );
+        figures.push(
+            Figure::lower(
+                format!("latency p99: {} update → hook", kind.label()),
+                "ms",
+                m.p99_ms,
+                Some(h.p99_ms),
+            )
+            .target(10.0),
+        );
+    }
+
+    let issue4 = if settings.issue4_pairs == pairs {
+        None
+    } else {
+        progress(&format!(
+            "issue 4: InfraMachine update → hook at {} pairs",
+            settings.issue4_pairs
+        ));
+        let small = Fleet {
+            machines: settings.issue4_pairs,
+            ..fleet
+        };
+        Some(
+            sessions(
+                small,
+                1,
+                &[Watched::InfraMachine],
+                settings.latency_samples,
+                settings.warmup,
+                &progress,
+            )
+            .await?,
+        )
+    };
+    let [m4, h4] = match &issue4 {
+        Some([m, h]) => [m, h],
+        None => [&macro_sessions, &hand_sessions],
+    };
+    let (m, h) = (
+        m4.latencies(Watched::InfraMachine),
+        h4.latencies(Watched::InfraMachine),
+    );
+    figures.push(
+        Figure::lower(
+            format!(
+                "issue 4: InfraMachine (Dev/AWS) update → hook p50, {} pairs",
+                settings.issue4_pairs
+            ),
+            "ms",
+            m.median_ms,
+            Some(h.median_ms),
+        )
+        .target(2.0),
+    );
+    figures.push(
+        Figure::lower(
+            format!(
+                "issue 4: InfraMachine (Dev/AWS) update → hook p99, {} pairs",
+                settings.issue4_pairs
+            ),
+            "ms",
+            m.p99_ms,
+            Some(h.p99_ms),
+        )
+        .target(10.0),
+    );
+
+    progress("3. throughput");
+    let (env, filled) = fill::start(fleet).await?;
+    progress(&format!("filled in {:.1} s", filled.as_secs_f64()));
+    let mut throughput: [Throughput; 2] = Default::default();
+    for (number, implementation) in Implementation::BOTH.into_iter().enumerate() {
+        let result = scenarios::throughput(
+            &env,
+            fleet,
+            implementation,
+            100 + number,
+            settings.throughput_updates,
+            settings.throughput_in_flight,
+        )
+        .await?;
+        progress(&format!(
+            "  {:<12} {:>7.0} hooks/s ({} updates written in {:.2} s, all hooks by {:.2} s)",
+            implementation.as_str(),
+            result.hooks_per_second,
+            result.updates,
+            result.writing.as_secs_f64(),
+            result.elapsed.as_secs_f64()
+        ));
+        throughput[index(implementation)] = result;
+    }
+    env.stop().await;
+    let [mt, ht] = &throughput;
+    figures.push(Figure::higher(
+        format!(
+            "throughput: hooks/s, {} updates to distinct Machines, {} writes in flight",
+            mt.updates, settings.throughput_in_flight
+        ),
+        "1/s",
+        mt.hooks_per_second,
+        Some(ht.hooks_per_second),
+    ));
+    let per_hook = |t: &Throughput| t.cpu.as_secs_f64() * 1e6 / t.updates.max(1) as f64;
+    figures.push(Figure::lower(
+        "throughput: controllers' CPU time per update",
+        "µs",
+        per_hook(mt),
+        Some(per_hook(ht)),
+    ));
+
+    progress("4. memory (each implementation in its own process)");
+    let (env, filled) = fill::start(fleet).await?;
+    progress(&format!("filled in {:.1} s", filled.as_secs_f64()));
+    let kubeconfig = env
+        .kubeconfig_path()
+        .map_err(|e| BenchError::Other(format!("kubeconfig: {e}")))?;
+    let mut memory = Vec::new();
+    for implementation in Implementation::BOTH {
+        let reading = memory::measure(exe, &kubeconfig, fleet, implementation).await?;
+        progress(&format!(
+            "  {:<12} VmRSS {:.1} MiB (peak {:.1} MiB), all reconciled after {:.2} s",
+            implementation.as_str(),
+            reading.rss_kib as f64 / 1024.0,
+            reading.peak_kib as f64 / 1024.0,
+            reading.reconciled_after.as_secs_f64()
+        ));
+        memory.push(reading);
+    }
+    env.stop().await;
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    if let [m, h] = memory.as_slice() {
+        figures.push(
+            Figure::lower(
+                format!("memory: VmRSS with {pairs} pairs reconciled"),
+                "MiB",
+                mib(m.rss_kib),
+                Some(mib(h.rss_kib)),
+            )
+            .target(100.0),
+        );
+        figures.push(Figure::lower(
+            "memory: peak resident set (VmHWM)",
+            "MiB",
+            mib(m.peak_kib),
+            Some(mib(h.peak_kib)),
+        ));
+        figures.push(Figure::lower(
+            "separate process: start to every pair reconciled",
+            "ms",
+            ms(m.reconciled_after),
+            Some(ms(h.reconciled_after)),
+        ));
+        figures.push(Figure::lower(
+            "separate process: CPU time until then",
+            "ms",
+            ms(m.cpu),
+            Some(ms(h.cpu)),
+        ));
+    }
+    let missed = |s: &Sessions, t: &Throughput| (s.missed() + t.missed) as f64;
+    figures.push(
+        Figure::lower(
+            "timed updates whose hook call never came",
+            "count",
+            missed(&macro_sessions, mt) + issue4.as_ref().map_or(0.0, |[m, _]| m.missed() as f64),
+            Some(missed(&hand_sessions, ht) + issue4.as_ref().map_or(0.0, |[_, h]| h.missed() as f64)),
+        )
+        .target(0.0),
+    );
+
+    let envtest = match settings.envtest {
+        Some(sizes) => {
+            progress("6. envtest");
+            Some(sync_core::envtest::bench::run(sizes, &sync_core::envtest::bench::default_crd_dir()).await?)
+        }
+        None => None,
+    };
+    progress(&format!("done in {:.0} s", started.elapsed().as_secs_f64()));
+
+    let raw = json!({
+        "cold_start_and_latency": {"macro": macro_sessions.summary(), "hand-written": hand_sessions.summary()},
+        "issue4": issue4.as_ref().map(|[m, h]| json!({"macro": m.summary(), "hand-written": h.summary()})),
+        "throughput": {"macro": mt, "hand-written": ht},
+        "memory": memory,
+    });
+    Ok(Outcome {
+        figures,
+        envtest,
+        raw,
+    })
+}

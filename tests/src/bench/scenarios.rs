@@ -1,0 +1,357 @@
+//! The in-process scenarios: cold start and event-to-hook latency (sessions that start an
+//! implementation, wait until every pair was reconciled once, then time updates one at a
+//! time), and throughput (a stream of updates to distinct objects).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::json;
+use sync_core::envtest::TestEnv;
+
+use super::BenchError;
+use super::fill::{self, Fleet};
+use super::probe::{Probe, Side};
+use super::sut::{Implementation, Probes, Running};
+
+/// How long a session waits for the cold start (every pair reconciled once).
+const COLD_START_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a timed update waits for its hook call before it counts as missed.
+const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The kinds whose updates are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Watched {
+    /// A MAPI Machine (Machine controller).
+    MapiMachine,
+    /// A CAPI Machine (Machine controller).
+    CapiMachine,
+    /// An infrastructure machine, alternately a `DevMachine` and an `AWSMachine` (Machine
+    /// controller).
+    InfraMachine,
+    /// An infrastructure machine template, alternately a `DevMachineTemplate` and an
+    /// `AWSMachineTemplate` (MachineSet controller).
+    InfraMachineTemplate,
+}
+
+impl Watched {
+    /// Every watched kind.
+    pub const ALL: [Self; 4] = [
+        Self::MapiMachine,
+        Self::CapiMachine,
+        Self::InfraMachine,
+        Self::InfraMachineTemplate,
+    ];
+
+    /// A label for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::MapiMachine => "MAPI Machine",
+            Self::CapiMachine => "CAPI Machine",
+            Self::InfraMachine => "InfraMachine (Dev/AWS)",
+            Self::InfraMachineTemplate => "InfraMachineTemplate (Dev/AWS)",
+        }
+    }
+}
+
+/// The values updates write: every write changes its object (a no-op write would not).
+static SEQUENCE: AtomicUsize = AtomicUsize::new(1);
+
+/// A write whose hook call is awaited.
+struct Update {
+    machine_set: bool,
+    name: String,
+    side: Side,
+    version: String,
+}
+
+/// Writes updates of the watched kinds.
+#[derive(Clone)]
+pub struct Writer {
+    client: Client,
+    namespaces: sync_core::Namespaces,
+}
+
+impl Writer {
+    /// Writes through `client` to the fleet's namespaces.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            namespaces: fill::namespaces(),
+        }
+    }
+
+    /// Updates the object of `kind` belonging to Machine `i` (MachineSet `i` for templates)
+    /// with a value never written before; returns what the hook call must see.
+    async fn update(&self, kind: Watched, i: usize) -> Result<Update, BenchError> {
+        let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let annotate = json!({"metadata": {"annotations": {"bench.example.com/seq": seq.to_string()}}});
+        let spec = json!({"spec": {"generation": seq}});
+        let (api, name, side, machine_set, patch) = match kind {
+            Watched::MapiMachine => (
+                fill::dynamic(&self.client, &self.namespaces.mapi, &fill::mapi_machines()),
+                Fleet::machine(i),
+                Side::Mapi,
+                false,
+                annotate,
+            ),
+            Watched::CapiMachine => (
+                fill::dynamic(&self.client, &self.namespaces.capi, &fill::capi_machines()),
+                Fleet::machine(i),
+                Side::Capi,
+                false,
+                annotate,
+            ),
+            Watched::InfraMachine => (
+                fill::dynamic(
+                    &self.client,
+                    &self.namespaces.capi,
+                    &fill::infra_resource(Fleet::infra_kind(i)),
+                ),
+                Fleet::machine(i),
+                Side::Infra,
+                false,
+                spec,
+            ),
+            Watched::InfraMachineTemplate => (
+                fill::dynamic(
+                    &self.client,
+                    &self.namespaces.capi,
+                    &fill::infra_resource(Fleet::template_kind(i)),
+                ),
+                Fleet::machine_set(i),
+                Side::Infra,
+                true,
+                spec,
+            ),
+        };
+        let version = patch_version(&api, &name, &patch).await?;
+        Ok(Update {
+            machine_set,
+            name,
+            side,
+            version,
+        })
+    }
+}
+
+async fn patch_version(
+    api: &Api<DynamicObject>,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<String, BenchError> {
+    let written = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    written
+        .metadata
+        .resource_version
+        .ok_or_else(|| BenchError::Other(format!("{name}: no resourceVersion in the answer")))
+}
+
+impl Update {
+    fn probe<'a>(&self, probes: &'a Probes) -> &'a Probe {
+        if self.machine_set {
+            &probes.machine_sets
+        } else {
+            &probes.machines
+        }
+    }
+
+    async fn wait(&self, probes: &Probes, timeout: Duration) -> Result<Instant, BenchError> {
+        Ok(self
+            .probe(probes)
+            .wait_seen(&self.name, self.side, &self.version, timeout)
+            .await?)
+    }
+}
+
+/// What one session measured.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Session {
+    /// Start to every Machine pair reconciled once.
+    pub cold_start: Duration,
+    /// Start to every MachineSet pair reconciled once.
+    pub cold_start_machine_sets: Duration,
+    /// CPU time of the implementation's threads until then.
+    pub cold_start_cpu: Duration,
+    /// Write-to-hook latencies by kind.
+    pub latencies: Vec<(Watched, Vec<Duration>)>,
+    /// Timed updates whose hook call never came.
+    pub missed: usize,
+}
+
+/// The object of each kind a session updates: Machines 0–3 and MachineSets 0–1, so that
+/// the InfraMachine updates alternate between a `DevMachine` (even) and an `AWSMachine`
+/// (odd), and the template updates between the two template kinds.
+fn target(kind: Watched, seq: usize) -> usize {
+    match kind {
+        Watched::MapiMachine => 0,
+        Watched::CapiMachine => 1,
+        Watched::InfraMachine => 2 + seq % 2,
+        Watched::InfraMachineTemplate => seq % 2,
+    }
+}
+
+/// Starts `implementation` against `env`, waits for its cold start, then times `samples`
+/// updates of each of `kinds` (round-robin, one at a time, after `warmup` untimed ones).
+pub async fn session(
+    env: &TestEnv,
+    fleet: Fleet,
+    implementation: Implementation,
+    number: usize,
+    kinds: &[Watched],
+    samples: usize,
+    warmup: usize,
+) -> Result<Session, BenchError> {
+    let probes = Probes::default();
+    probes.machines.expect_distinct(fleet.machines);
+    probes.machine_sets.expect_distinct(fleet.machine_sets);
+    let running = Running::start(
+        implementation,
+        &env.kubeconfig(),
+        fill::namespaces(),
+        probes.clone(),
+        number,
+    )?;
+    let measured = async {
+        let machines_at = probes.machines.wait_distinct(COLD_START_TIMEOUT).await?;
+        let cold_start_cpu = running.cpu();
+        let sets_at = probes.machine_sets.wait_distinct(COLD_START_TIMEOUT).await?;
+        let mut result = Session {
+            cold_start: machines_at.saturating_duration_since(running.started),
+            cold_start_machine_sets: sets_at.saturating_duration_since(running.started),
+            cold_start_cpu,
+            latencies: kinds.iter().map(|k| (*k, Vec::with_capacity(samples))).collect(),
+            missed: 0,
+        };
+        probes.machines.set_recording(true);
+        probes.machine_sets.set_recording(true);
+        let writer = Writer::new(env.client());
+        // Untimed: the infrastructure watches may still be starting.
+        for seq in 0..warmup {
+            for kind in kinds {
+                let update = writer.update(*kind, target(*kind, seq)).await?;
+                update.wait(&probes, COLD_START_TIMEOUT).await?;
+            }
+        }
+        for seq in warmup..warmup + samples {
+            for (kind, latencies) in &mut result.latencies {
+                let started = Instant::now();
+                let update = writer.update(*kind, target(*kind, seq)).await?;
+                match update.wait(&probes, HOOK_TIMEOUT).await {
+                    Ok(at) => latencies.push(at.saturating_duration_since(started)),
+                    Err(error) => {
+                        eprintln!("  {}: {error}", implementation.as_str());
+                        result.missed += 1;
+                    }
+                }
+            }
+        }
+        Ok::<_, BenchError>(result)
+    }
+    .await;
+    let stopped = running.stop().await;
+    let result = measured?;
+    stopped?;
+    Ok(result)
+}
+
+/// What the throughput scenario measured for one implementation.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Throughput {
+    /// Updates written (to distinct Machines, cycling MAPI Machine, CAPI Machine and
+    /// infrastructure machine).
+    pub updates: usize,
+    /// Time to write them all.
+    pub writing: Duration,
+    /// Time from the first write to the last hook call that saw an update.
+    pub elapsed: Duration,
+    /// Hook calls that saw an update, per second.
+    pub hooks_per_second: f64,
+    /// All hook calls during the stream (a name updated while queued is reconciled once).
+    pub hook_calls: u64,
+    /// CPU time of the implementation's threads during the stream.
+    pub cpu: Duration,
+    /// Updates whose hook call never came.
+    pub missed: usize,
+}
+
+/// Starts `implementation`, waits for its cold start, then writes `updates` updates to
+/// distinct Machines with `in_flight` writes at a time and waits for every hook call.
+pub async fn throughput(
+    env: &TestEnv,
+    fleet: Fleet,
+    implementation: Implementation,
+    number: usize,
+    updates: usize,
+    in_flight: usize,
+) -> Result<Throughput, BenchError> {
+    let probes = Probes::default();
+    probes.machines.expect_distinct(fleet.machines);
+    probes.machine_sets.expect_distinct(fleet.machine_sets);
+    let running = Running::start(
+        implementation,
+        &env.kubeconfig(),
+        fill::namespaces(),
+        probes.clone(),
+        number,
+    )?;
+    let measured = async {
+        probes.machines.wait_distinct(COLD_START_TIMEOUT).await?;
+        probes.machine_sets.wait_distinct(COLD_START_TIMEOUT).await?;
+        probes.machines.set_recording(true);
+        let writer = Writer::new(env.client());
+        // Untimed: every kind's watch is serving.
+        for (seq, kind) in [Watched::MapiMachine, Watched::CapiMachine, Watched::InfraMachine]
+            .into_iter()
+            .enumerate()
+        {
+            let update = writer.update(kind, seq).await?;
+            update.wait(&probes, COLD_START_TIMEOUT).await?;
+        }
+        let kinds = [Watched::MapiMachine, Watched::CapiMachine, Watched::InfraMachine];
+        let updates = updates.min(fleet.machines);
+        let calls_before = probes.machines.calls();
+        let cpu_before = running.cpu();
+        let started = Instant::now();
+        let written: Vec<Update> = futures::stream::iter(0..updates)
+            .map(|i| {
+                let writer = writer.clone();
+                async move { writer.update(kinds[i % kinds.len()], i).await }
+            })
+            .buffer_unordered(in_flight.max(1))
+            .try_collect()
+            .await?;
+        let writing = started.elapsed();
+        let mut last = started;
+        let mut missed = 0;
+        for update in &written {
+            match update.wait(&probes, HOOK_TIMEOUT).await {
+                Ok(at) => last = last.max(at),
+                Err(error) => {
+                    eprintln!("  {}: {error}", implementation.as_str());
+                    missed += 1;
+                }
+            }
+        }
+        let elapsed = last.saturating_duration_since(started);
+        let cpu = running.cpu().saturating_sub(cpu_before);
+        Ok::<_, BenchError>(Throughput {
+            updates,
+            writing,
+            elapsed,
+            hooks_per_second: (updates - missed) as f64 / elapsed.as_secs_f64().max(1e-9),
+            hook_calls: probes.machines.calls() - calls_before,
+            cpu,
+            missed,
+        })
+    }
+    .await;
+    let stopped = running.stop().await;
+    let result = measured?;
+    stopped?;
+    Ok(result)
+}
