@@ -6,7 +6,8 @@
 //!   the store without a Delete event. Reporting it keeps "no reconcile is missed" true
 //!   across watch restarts;
 //! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
-//!   out of the store (a stale valid version is dropped), and never stops the others.
+//!   out of the store (a stale valid version is dropped), and never stops the others;
+//! * `metadata.managedFields` is dropped before an object is cached.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -88,7 +89,7 @@ pub async fn reflect<K>(
                 continue;
             }
         };
-        match event {
+        match without_managed_fields(event) {
             watcher::Event::Init => {
                 before_relist = reader
                     .state()
@@ -130,6 +131,23 @@ pub async fn reflect<K>(
                 on_touch(Touched::MalformedGone(&malformed));
             }
         }
+    }
+}
+
+/// Drops `metadata.managedFields` before an object is cached: no decision reads them, and
+/// with server-side apply they can outweigh the rest of the metadata (controller-runtime
+/// users strip them with `TransformStripManagedFields` for the same reason). A hook that
+/// needs them reads the object from the API server.
+fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> watcher::Event<Lenient<K>> {
+    let strip = |mut object: Lenient<K>| {
+        object.meta_mut().managed_fields = None;
+        object
+    };
+    match event {
+        watcher::Event::Apply(object) => watcher::Event::Apply(strip(object)),
+        watcher::Event::InitApply(object) => watcher::Event::InitApply(strip(object)),
+        watcher::Event::Delete(object) => watcher::Event::Delete(strip(object)),
+        other => other,
     }
 }
 

@@ -14,7 +14,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use super::authoritative::{AuthoritativeApi, status_authoritative_api_schema, synchronized_api_schema};
-use super::schema::{int64, preserve_unknown_object, string_enum};
+use super::raw::RawObject;
+use super::schema::{int64, string_enum};
 
 /// The Machine API group.
 pub const GROUP: &str = "machine.openshift.io";
@@ -88,8 +89,7 @@ pub struct MachineStatus {
     pub error_message: Option<String>,
     /// Provider-specific status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown_object")]
-    pub provider_status: Option<serde_json::Value>,
+    pub provider_status: Option<RawObject>,
     /// Addresses of the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<NodeAddress>>,
@@ -276,8 +276,7 @@ pub struct LifecycleHook {
 pub struct ProviderSpec {
     /// The provider's configuration object; unknown fields preserved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown_object")]
-    pub value: Option<serde_json::Value>,
+    pub value: Option<RawObject>,
 }
 
 /// `status.lastOperation`.

@@ -7,10 +7,12 @@ pub mod capi;
 pub mod crds;
 pub mod infra_ref;
 pub mod mapi;
+pub mod raw;
 mod schema;
 
 pub use authoritative::AuthoritativeApi;
 pub use infra_ref::{AsInfraRef, ContractVersionedObjectReference, GroupKind, InfraRef, MalformedRef};
+pub use raw::RawObject;
 
 /// The label on infrastructure machine templates naming the MachineSet they serve.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";

@@ -1,0 +1,124 @@
+//! Opaque JSON objects kept as compact text.
+//!
+//! `providerSpec.value` and `providerStatus` are arbitrary provider payloads the sync
+//! controllers carry but do not interpret. As a `serde_json::Value` tree each costs
+//! kilobytes of small allocations per cached object; as compact JSON text it costs its
+//! length. Unknown fields are preserved byte for byte; a hook parses it into the
+//! provider's own type when it needs to ([`RawObject::parse`]).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::{DeserializeOwned, Deserializer, Error as _};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// A JSON object held as compact text.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawObject(Box<str>);
+
+impl RawObject {
+    /// The object's compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Parses the object into a provider's type.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// The object as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        // The text was produced from a JSON object, so it always parses.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// From a JSON object; anything else is an error.
+    pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
+        if !value.is_object() {
+            return Err(serde_json::Error::custom(format!(
+                "expected a JSON object, got {value}"
+            )));
+        }
+        Ok(Self(serde_json::to_string(value)?.into_boxed_str()))
+    }
+}
+
+impl Default for RawObject {
+    fn default() -> Self {
+        Self("{}".into())
+    }
+}
+
+impl fmt::Debug for RawObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for RawObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Through a Value, so that any serializer (JSON, YAML) writes an object.
+        self.to_value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_value(&value).map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for RawObject {
+    fn schema_name() -> Cow<'static, str> {
+        "RawObject".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        super::schema::preserve_unknown_object(generator)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_unknown_fields_and_round_trips() {
+        let json = r#"{"kind":"AWSMachineProviderConfig","future":{"field":[1,2]},"ami":{"id":"ami-1"}}"#;
+        let raw: RawObject = serde_json::from_str(json).unwrap_or_default();
+        assert_eq!(
+            raw.to_value(),
+            serde_json::from_str::<Value>(json).unwrap_or_default()
+        );
+        let again: RawObject =
+            serde_json::from_str(&serde_json::to_string(&raw).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(again, raw);
+        #[derive(Deserialize)]
+        struct Ami {
+            id: String,
+        }
+        #[derive(Deserialize)]
+        struct Provider {
+            ami: Ami,
+        }
+        assert_eq!(
+            raw.parse::<Provider>().map(|p| p.ami.id).ok().as_deref(),
+            Some("ami-1")
+        );
+    }
+
+    #[test]
+    fn only_objects_are_accepted() {
+        assert!(serde_json::from_str::<RawObject>("[1]").is_err());
+        assert!(serde_json::from_str::<RawObject>("\"x\"").is_err());
+        assert!(serde_json::from_value::<RawObject>(serde_json::json!({"a": 1})).is_ok());
+    }
+}
