@@ -23,6 +23,7 @@ fn settings() -> Settings {
             capi: CAPI_NS.into(),
         },
         concurrency: 2,
+        replica: "metrics-test".into(),
         leader_election: None,
         metrics_address: local,
         probe_address: local,

@@ -120,6 +120,8 @@ struct Run {
     completed: bool,
     /// The Lease's holder after the operator stopped.
     holder: Option<String>,
+    /// `reportingInstance` of every Event in the two namespaces.
+    instances: Vec<Option<String>>,
 }
 
 /// Runs the operator as its ServiceAccount with `rbac` applied through a scenario that
@@ -214,6 +216,7 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
             capi: CAPI_NS.into(),
         },
         concurrency: 2,
+        replica: "rbac-test".into(),
         leader_election: Some(LeaseSettings {
             namespace: SA_NS.into(),
             name: DEFAULT_LEASE_NAME.into(),
@@ -310,10 +313,17 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         .flatten()
         .and_then(|l| l.spec)
         .and_then(|s| s.holder_identity);
+    let mut instances = Vec::new();
+    for namespace in [MAPI_NS, CAPI_NS] {
+        if let Ok(list) = events(namespace).list(&ListParams::default()).await {
+            instances.extend(list.items.into_iter().map(|e| e.reporting_instance));
+        }
+    }
     Run {
         denials: env.denials().into_iter().map(|d| d.message).collect(),
         completed,
         holder,
+        instances,
     }
 }
 
@@ -323,6 +333,13 @@ async fn the_operator_meets_no_forbidden_as_its_service_account() {
     assert!(run.denials.is_empty(), "Forbidden: {:#?}", run.denials);
     assert!(run.completed, "the scenario did not complete");
     assert_eq!(run.holder, None, "the lease was not released");
+    // Events name the replica that published them.
+    assert!(!run.instances.is_empty());
+    assert!(
+        run.instances.iter().all(|i| i.as_deref() == Some("rbac-test")),
+        "{:?}",
+        run.instances
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

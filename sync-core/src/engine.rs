@@ -21,6 +21,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
@@ -44,6 +45,9 @@ pub struct SyncConfig {
     pub backoff: Backoff,
     /// How the watches list and watch (e.g. streaming lists).
     pub watcher: watcher::Config,
+    /// The `reportingInstance` of the Events the controller publishes (the pod name), so
+    /// that replicas can be told apart.
+    pub instance: Option<String>,
 }
 
 impl Default for SyncConfig {
@@ -53,6 +57,7 @@ impl Default for SyncConfig {
             concurrency: 4,
             backoff: Backoff::default(),
             watcher: watcher::Config::default(),
+            instance: None,
         }
     }
 }
@@ -250,7 +255,7 @@ impl<P: SyncPair> SyncController<P> {
             client.clone(),
             Reporter {
                 controller: P::NAME.into(),
-                instance: None,
+                instance: config.instance.clone(),
             },
         );
         let ctx = Arc::new(SyncContext::<P> {
@@ -262,9 +267,17 @@ impl<P: SyncPair> SyncController<P> {
         });
         let hooks = Arc::new(hooks);
 
+        // Shutdown may come before the caches ever sync (an unreachable API server, a
+        // missing CRD): the wait for them must not outlive it.
+        let stop = CancellationToken::new();
         let run = async {
-            if !caches_synced::<P>(&caches.mapi, &caches.capi, caches.owner_mirrors.as_ref()).await {
-                return;
+            tokio::select! {
+                synced = caches_synced::<P>(&caches.mapi, &caches.capi, caches.owner_mirrors.as_ref()) => {
+                    if !synced {
+                        return;
+                    }
+                }
+                () = stop.cancelled() => return,
             }
             ready.send_replace(true);
             tracing::info!(controller = P::NAME, "caches synced; reconciling");
@@ -308,6 +321,7 @@ impl<P: SyncPair> SyncController<P> {
                 controller = P::NAME,
                 "shutting down; finishing in-flight reconciles"
             );
+            stop.cancel();
             queue.shut_down();
         };
         // The worker loop ends once the queue is shut down and the in-flight reconciles
@@ -810,6 +824,22 @@ mod tests {
         MalformedObjects::set(&ctx.caches.malformed.capi, "worker-a", None);
         let (hooks, _) = run(&ctx, "worker-a").await;
         assert_eq!(hooks.calls().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn shutdown_before_the_caches_sync_returns() {
+        // Every list answers `{}`, which is no list: the caches never sync.
+        let (client, _) = recording_client();
+        let controller = SyncController::<MachinePair>::new(client, SyncConfig::default());
+        let mut readiness = controller.readiness();
+        let run = controller.run(RecordingHooks::new(), async {});
+        let finished = tokio::time::timeout(std::time::Duration::from_secs(10), run).await;
+        assert!(finished.is_ok(), "run() outlived its shutdown");
+        assert!(!readiness.is_ready());
+        assert!(
+            !readiness.wait().await,
+            "readiness reports the controller stopped unsynced"
+        );
     }
 
     #[test]

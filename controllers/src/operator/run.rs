@@ -87,6 +87,9 @@ pub struct Settings {
     pub namespaces: Namespaces,
     /// Names each controller reconciles at once.
     pub concurrency: usize,
+    /// This replica's name (`--pod-name`, else the hostname): the `reportingInstance` of
+    /// its Events.
+    pub replica: String,
     /// Leader election, if enabled.
     pub leader_election: Option<LeaseSettings>,
     /// Where `/metrics` is served (`None`: not served).
@@ -115,6 +118,7 @@ impl Settings {
                 capi: cli.capi_namespace.clone(),
             },
             concurrency: usize::from(cli.concurrency),
+            replica: replica_name(cli),
             leader_election,
             metrics_address: cli.metrics_address(),
             probe_address: cli.probe_address(),
@@ -242,9 +246,12 @@ impl Operator {
         let config = SyncConfig {
             namespaces: settings.namespaces.clone(),
             concurrency: settings.concurrency,
+            instance: Some(settings.replica.clone()),
             ..SyncConfig::default()
         };
-        let infra = InfraTracker::new(client.clone(), InfraConfig::new(settings.namespaces.capi.clone()));
+        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
+        infra_config.instance = Some(settings.replica.clone());
+        let infra = InfraTracker::new(client.clone(), infra_config);
         let machines =
             SyncController::<MachineSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
         let sets = SyncController::<MachineSetSync>::new(client.clone(), config).with_infra(infra.clone());

@@ -56,6 +56,8 @@ pub struct InfraConfig {
     pub retry: Backoff,
     /// How the watches list and watch.
     pub watcher: watcher::Config,
+    /// The `reportingInstance` of its Events (the pod name).
+    pub instance: Option<String>,
 }
 
 impl InfraConfig {
@@ -69,6 +71,7 @@ impl InfraConfig {
                 max: Duration::from_secs(30),
             },
             watcher: watcher::Config::default(),
+            instance: None,
         }
     }
 }
@@ -161,7 +164,7 @@ impl InfraTracker {
             self.inner.client.clone(),
             Reporter {
                 controller: P::NAME.to_owned(),
-                instance: None,
+                instance: self.inner.config.instance.clone(),
             },
         );
         let mut state = self.inner.lock();
