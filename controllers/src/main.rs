@@ -8,7 +8,7 @@ use controllers::operator::{Cli, Exit, logging, run};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(error) = logging::init(cli.log_format, &cli.log_level) {
+    if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {
         eprintln!("controllers: {error}");
         return ExitCode::from(2);
     }

@@ -156,9 +156,10 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
 
-    /// Log level or filter directives, e.g. `debug` or `info,sync_core=debug`.
-    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
-    pub log_level: String,
+    /// Log level or filter directives, e.g. `debug` or `info,sync_core=debug` [default:
+    /// `info`; with --embedded `info,sync_core::hooks=debug`, so every hook call shows].
+    #[arg(long, env = "RUST_LOG", value_name = "FILTER")]
+    pub log_level: Option<String>,
 
     /// Names each controller reconciles at once.
     #[arg(
@@ -198,6 +199,16 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// The log filter: `--log-level`, else `info` (with `--embedded`, also the stub hooks'
+    /// debug lines, so a newcomer sees each hook run).
+    pub fn log_filter(&self) -> &str {
+        match (&self.log_level, self.embedded) {
+            (Some(filter), _) => filter,
+            (None, true) => "info,sync_core::hooks=debug",
+            (None, false) => "info",
+        }
+    }
+
     /// The metrics address after defaults (`None`: disabled).
     pub fn metrics_address(&self) -> Option<SocketAddr> {
         self.metrics_bind_address
