@@ -334,11 +334,9 @@ async fn the_rendered_manifests_apply_to_envtest() {
     assert_eq!(listed.map(|out| out.lines().count()), Ok(6));
 }
 
-/// `kubectl apply -k deploy/`, as a user would run it. envtest does not serve the apps/v1
-/// API yet (no Deployments; kubectl's client-side validation, which looks the Deployment
-/// up in /openapi/v3, fails first); run with `--ignored` once it does.
+/// `kubectl apply -k deploy/`, as a user would run it, with kubectl's validation on: the
+/// Deployment and its security settings are served back as applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "envtest does not serve apps/v1 (Deployments) yet"]
 async fn kubectl_apply_k_deploy() {
     let env = common::env().await;
     let kubeconfig = common::kubeconfig(&env).display().to_string();

@@ -67,7 +67,7 @@ struct Builtins {
 fn builtins() -> &'static Builtins {
     static BUILTINS: OnceLock<Builtins> = OnceLock::new();
     BUILTINS.get_or_init(|| {
-        use k8s_openapi::api::{coordination, core, events, rbac};
+        use k8s_openapi::api::{apps, coordination, core, events, rbac};
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         let mut g = schemars::generate::SchemaSettings::openapi3().into_generator();
         let rbac = "rbac.authorization.k8s.io";
@@ -79,6 +79,7 @@ fn builtins() -> &'static Builtins {
             builtin::<core::v1::Event>(&mut g, "", "v1", "Event"),
             builtin::<events::v1::Event>(&mut g, "events.k8s.io", "v1", "Event"),
             builtin::<coordination::v1::Lease>(&mut g, "coordination.k8s.io", "v1", "Lease"),
+            builtin::<apps::v1::Deployment>(&mut g, "apps", "v1", "Deployment"),
             builtin::<apiext::CustomResourceDefinition>(
                 &mut g,
                 "apiextensions.k8s.io",

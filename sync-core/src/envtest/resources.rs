@@ -209,9 +209,28 @@ pub fn builtins() -> Vec<ResourceInfo> {
     );
     crds.generation = true;
     crds.unconditional_update = false;
+    // Served (stored, validated, scaled) so a real operator's manifests apply; no
+    // controller rolls them out.
+    let mut deployments = builtin(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        true,
+        &["deploy"],
+        &["all"],
+        true,
+    );
+    deployments.generation = true;
+    deployments.scale = Some(ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        label_selector: None,
+    });
     let rbac = "rbac.authorization.k8s.io";
     vec![
         namespaces,
+        deployments,
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[], false),
         secrets,
         builtin(
