@@ -123,7 +123,15 @@ async fn metrics_count_reconciles_and_report_caches_watches_and_leadership() {
                 "sync_reconcile_skipped_total",
                 &[("reason", "capi_only_ignored")],
             ) >= 1.0
-            && metric(&text, "sync_infrastructure_watches", &[("state", "watching")]) >= 4.0;
+            && metric(&text, "sync_infrastructure_watches", &[("state", "watching")]) >= 4.0
+            && [
+                ("DevMachine", 2.0),
+                ("AWSMachine", 2.0),
+                ("DevMachineTemplate", 1.0),
+                ("AWSMachineTemplate", 1.0),
+            ]
+            .iter()
+            .all(|(kind, n)| metric(&text, "sync_infrastructure_cache_objects", &[("kind", kind)]) == *n);
         done.then_some(text)
     })
     .await;

@@ -265,6 +265,21 @@ impl Collector for StateCollector {
             gauge.encode(family.encode_family(&labels)?)?;
         }
 
+        let mut family = encoder.encode_descriptor(
+            "sync_infrastructure_cache_objects",
+            "Objects (metadata only) in the shared cache of an infrastructure kind",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (group_kind, count) in self.infra.iter().flat_map(InfraTracker::cache_sizes) {
+            let labels = [
+                ("group", group_kind.group.as_str()),
+                ("kind", group_kind.kind.as_str()),
+            ];
+            ConstGauge::new(i64::try_from(count).unwrap_or(i64::MAX))
+                .encode(family.encode_family(&labels)?)?;
+        }
+
         if let Some(bytes) = resident_memory_bytes() {
             let family = encoder.encode_descriptor(
                 "process_resident_memory_bytes",

@@ -196,6 +196,16 @@ impl InfraTracker {
             .collect()
     }
 
+    /// How many objects each watched GroupKind's cache holds.
+    pub fn cache_sizes(&self) -> BTreeMap<GroupKind, usize> {
+        self.inner
+            .lock()
+            .watches
+            .iter()
+            .filter_map(|(gk, watch)| Some((gk.clone(), watch.store.as_ref()?.len())))
+            .collect()
+    }
+
     /// The cached metadata of the object `reference` names, if its kind is watched.
     pub fn cached(&self, reference: &InfraRef) -> Option<Arc<InfraMeta>> {
         let state = self.inner.lock();
