@@ -548,12 +548,13 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     let reply = create(&env, &format!("{capi}/v1beta2/namespaces/ns/machines"), &missing).await?;
     expect(&reply, 422)?;
     let fields: Vec<String> = reply.causes().into_iter().map(|c| c.0).collect();
+    // kube-openapi's objectValidator checks an object's properties before its `required`.
     assert_eq!(
         fields,
         vec![
+            "spec.clusterName",
             "spec.bootstrap",
             "spec.infrastructureRef",
-            "spec.clusterName",
             "<nil>"
         ]
     );
@@ -579,6 +580,8 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     );
     let status = format!("{capi}/v1beta2/namespaces/ns/machines/c/status");
     // The released v1beta2 checks a node name with a pattern (anchored, unlike CEL `matches`).
+    // A `/status` write validates `status` against the status schema as its own root
+    // (customResourceValidator.ValidateStatusUpdate): the message names `nodeRef.name`.
     let reply = merge(
         &env,
         &status,
@@ -588,7 +591,7 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
-        vec![("status.nodeRef.name".into(), "FieldValueInvalid".into(), "Invalid value: \"Bad_Node\": status.nodeRef.name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'".into())]
+        vec![("status.nodeRef.name".into(), "FieldValueInvalid".into(), "Invalid value: \"Bad_Node\": nodeRef.name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'".into())]
     );
     expect(
         &merge(
@@ -604,6 +607,73 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
         env.skipped_cel_rules().is_empty(),
         "{:?}",
         env.skipped_cel_rules()
+    );
+    Ok(())
+}
+
+/// Two rules failing with the same message at the same field: `causes[]` has both, while the
+/// Status message is apimachinery's `ErrorList.ToAggregate()`, which lists each distinct
+/// `field: message` once (a single one without brackets).
+#[tokio::test]
+async fn identical_causes_are_listed_once_in_the_message() -> TestResult {
+    let shared = "name must be a short lowercase word";
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "words.cel.example.com"},
+        "spec": {
+            "group": "cel.example.com", "scope": "Namespaced",
+            "names": {"kind": "Word", "plural": "words", "singular": "word", "listKind": "WordList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {
+                        "type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "self.name.size() <= 5", "fieldPath": ".name", "message": shared},
+                            {"rule": "self.name.lowerAscii() == self.name", "fieldPath": ".name", "message": shared},
+                            {"rule": "self.count >= 0", "fieldPath": ".count", "message": "count must not be negative"}
+                        ],
+                        "properties": {"name": {"type": "string"}, "count": {"type": "integer"}}
+                    }
+                }}}
+            }]
+        }
+    });
+    let env = TestEnv::builder()
+        .namespace("test")
+        .crd_object(serde_json::from_value(crd)?)
+        .start()
+        .await?;
+    let words = "/apis/cel.example.com/v1/namespaces/test/words";
+    let word = |name: &str, spec: Value| json!({"apiVersion": "cel.example.com/v1", "kind": "Word", "metadata": {"name": name}, "spec": spec});
+    let line = format!("spec.name: Invalid value: {shared}");
+    let twice = (
+        "spec.name".to_string(),
+        "FieldValueInvalid".to_string(),
+        format!("Invalid value: {shared}"),
+    );
+
+    let reply = create(&env, words, &word("a", json!({"name": "LongName", "count": 1}))).await?;
+    expect(&reply, 422)?;
+    assert_eq!(reply.causes(), vec![twice.clone(), twice.clone()]);
+    assert_eq!(
+        reply.body["message"],
+        format!("Word.cel.example.com \"a\" is invalid: {line}")
+    );
+
+    let reply = create(&env, words, &word("b", json!({"name": "LongName", "count": -1}))).await?;
+    expect(&reply, 422)?;
+    let count = (
+        "spec.count".to_string(),
+        "FieldValueInvalid".to_string(),
+        "Invalid value: count must not be negative".to_string(),
+    );
+    assert_eq!(reply.causes(), vec![twice.clone(), twice, count]);
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "Word.cel.example.com \"b\" is invalid: [{line}, spec.count: Invalid value: count must not be negative]"
+        )
     );
     Ok(())
 }

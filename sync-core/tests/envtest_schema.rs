@@ -173,8 +173,9 @@ async fn each_keyword_is_enforced_with_kube_apiserver_messages() -> TestResult {
             "FieldValueInvalid",
             "Invalid value: \"\": spec.unique in body shouldn't contain duplicates",
         ),
+        // A repeated item is reported at its second appearance only (listtype.validateListSet).
         (
-            json!({"set": ["a", "b", "a"]}),
+            json!({"set": ["a", "b", "a", "a"]}),
             "spec.set[2]",
             "FieldValueDuplicate",
             "Duplicate value: \"a\"",
@@ -215,11 +216,24 @@ async fn each_keyword_is_enforced_with_kube_apiserver_messages() -> TestResult {
             "FieldValueTypeInvalid",
             "Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
         ),
+        // Embedded resources: apiextensions-apiserver's schemaobjectmeta.Validate.
         (
             json!({"template": {"kind": "Pod"}}),
             "spec.template.apiVersion",
             "FieldValueRequired",
-            "Required value: must not be empty",
+            "Required value",
+        ),
+        (
+            json!({"template": {"apiVersion": "a/b/c", "kind": "Pod"}}),
+            "spec.template.apiVersion",
+            "FieldValueInvalid",
+            "Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+        ),
+        (
+            json!({"template": {"apiVersion": "v1", "kind": "Pod_2"}}),
+            "spec.template.kind",
+            "FieldValueInvalid",
+            "Invalid value: \"Pod_2\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
         ),
         (
             json!({"atomic": {"a": 1}}),
@@ -541,5 +555,255 @@ async fn objects_are_stored_in_the_storage_version_and_served_in_every_version()
         let bad = create(&env, &format!("{base}/v1/namespaces/test/widgets"), &json!({"apiVersion": "versions.example.com/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": 0}})).await?;
         expect(&bad, 422)?;
     }
+    Ok(())
+}
+
+/// v1 (storage) knows `legacy` and keeps anything under `free`
+/// (`x-kubernetes-preserve-unknown-fields`); v2 knows `extra` and only `free.known`.
+fn diverging_versions(conversion: Value) -> Value {
+    let v1 = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"},
+        "legacy": {"type": "string"},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+    }}}}});
+    let v2 = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"},
+        "extra": {"type": "string"},
+        "free": {"type": "object", "properties": {"known": {"type": "string"}}}
+    }}}}});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.versions.example.com"},
+        "spec": {
+            "group": "versions.example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "conversion": conversion,
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": v1},
+                {"name": "v2", "served": true, "storage": false, "schema": v2}
+            ]
+        }
+    })
+}
+
+/// Conversion `None` rewrites `apiVersion`, then prunes against the target version's
+/// structural schema, honouring `x-kubernetes-preserve-unknown-fields`: to the storage
+/// version on a write (what the response shows too), to the requested version on a read.
+#[tokio::test]
+async fn conversion_prunes_against_the_target_version() -> TestResult {
+    let env = TestEnv::builder()
+        .namespace("test")
+        .crd_object(serde_json::from_value(diverging_versions(
+            json!({"strategy": "None"}),
+        ))?)
+        .start()
+        .await?;
+    let v1 = "/apis/versions.example.com/v1/namespaces/test/widgets";
+    let v2 = "/apis/versions.example.com/v2/namespaces/test/widgets";
+    // Written in v2: `extra` is unknown to the storage version, `free.known` is kept by its
+    // preserve-unknown-fields.
+    let body = json!({"apiVersion": "versions.example.com/v2", "kind": "Widget", "metadata": {"name": "a"},
+        "spec": {"size": 2, "extra": "x", "free": {"known": "k"}}});
+    let reply = create(&env, v2, &body).await?;
+    expect(&reply, 201)?;
+    assert_eq!(reply.body["apiVersion"], "versions.example.com/v2");
+    assert_eq!(reply.body["spec"], json!({"size": 2, "free": {"known": "k"}}));
+    assert!(reply.warnings.is_empty(), "{:?}", reply.warnings);
+    assert_eq!(
+        get(&env, &format!("{v1}/a")).await?.body["spec"],
+        json!({"size": 2, "free": {"known": "k"}})
+    );
+    // Written in v1: read through v2, `legacy` and `free.other` are unknown there.
+    let body = json!({"apiVersion": "versions.example.com/v1", "kind": "Widget", "metadata": {"name": "b"},
+        "spec": {"size": 3, "legacy": "l", "free": {"known": "k", "other": 1}}});
+    let reply = create(&env, v1, &body).await?;
+    expect(&reply, 201)?;
+    assert_eq!(reply.body["spec"], body["spec"]);
+    let through_v2 = get(&env, &format!("{v2}/b")).await?;
+    assert_eq!(through_v2.body["apiVersion"], "versions.example.com/v2");
+    assert_eq!(
+        through_v2.body["spec"],
+        json!({"size": 3, "free": {"known": "k"}})
+    );
+    let list = get(&env, v2).await?;
+    assert_eq!(
+        list.body["items"][1]["spec"],
+        json!({"size": 3, "free": {"known": "k"}})
+    );
+    assert_eq!(get(&env, &format!("{v1}/b")).await?.body["spec"], body["spec"]);
+    Ok(())
+}
+
+/// A `Webhook` conversion is not called here: objects are not converted, so nothing is
+/// pruned on conversion either (the field mapping is the webhook's); only `apiVersion`
+/// changes. This is a documented difference from kube-apiserver.
+#[tokio::test]
+async fn webhook_conversion_is_not_pruned() -> TestResult {
+    let env = TestEnv::builder()
+        .namespace("test")
+        .crd_object(serde_json::from_value(diverging_versions(json!({
+            "strategy": "Webhook",
+            "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://conversion.invalid"}}
+        })))?)
+        .start()
+        .await?;
+    let body = json!({"apiVersion": "versions.example.com/v2", "kind": "Widget", "metadata": {"name": "a"},
+        "spec": {"size": 2, "extra": "x"}});
+    let reply = create(
+        &env,
+        "/apis/versions.example.com/v2/namespaces/test/widgets",
+        &body,
+    )
+    .await?;
+    expect(&reply, 201)?;
+    assert_eq!(reply.body["spec"], body["spec"]);
+    let v1 = get(&env, "/apis/versions.example.com/v1/namespaces/test/widgets/a").await?;
+    assert_eq!(v1.body["apiVersion"], "versions.example.com/v1");
+    assert_eq!(v1.body["spec"], body["spec"]);
+    Ok(())
+}
+
+fn composition_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "mixes.compose.example.com"},
+        "spec": {
+            "group": "compose.example.com", "scope": "Namespaced",
+            "names": {"kind": "Mix", "plural": "mixes", "singular": "mix", "listKind": "MixList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "a": {"type": "string", "anyOf": [{"maxLength": 2}, {"pattern": "^x"}]},
+                        "b": {"type": "string", "oneOf": [{"minLength": 1}, {"maxLength": 3}]},
+                        "c": {"type": "string", "not": {"pattern": "^x"}},
+                        "d": {"type": "string", "oneOf": [{"pattern": "^a"}, {"pattern": "^b"}]},
+                        "e": {"type": "string", "allOf": [{"pattern": "^e"}, {"maxLength": 3}]}
+                    }},
+                    "status": {"type": "object", "properties": {
+                        "phase": {"type": "string", "not": {"enum": ["Unknown"]}}
+                    }}
+                }}}
+            }]
+        }
+    })
+}
+
+/// `anyOf`, `oneOf`, `allOf` and `not` failures as kube-openapi words them (composite
+/// errors, reported by apiextensions-apiserver at the validation's root with an empty value:
+/// `<nil>`, or `status` on a `/status` write, whose names are relative to `status`), each
+/// followed by the errors of the branch kube-openapi keeps, in the order of its
+/// schemaPropsValidator (anyOf, oneOf, allOf, not).
+#[tokio::test]
+async fn composition_failures_are_worded_as_kube_openapi() -> TestResult {
+    let env = TestEnv::builder()
+        .namespace("test")
+        .crd_object(serde_json::from_value(composition_crd())?)
+        .start()
+        .await?;
+    let mixes = "/apis/compose.example.com/v1/namespaces/test/mixes";
+    let body = json!({"apiVersion": "compose.example.com/v1", "kind": "Mix", "metadata": {"name": "m"},
+        "spec": {"a": "abc", "b": "ab", "c": "xyz", "d": "c", "e": "long"}});
+    let reply = create(&env, mixes, &body).await?;
+    expect(&reply, 422)?;
+    let expected = [
+        (
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"\": \"spec.a\" must validate at least one schema (anyOf)",
+        ),
+        (
+            "spec.a",
+            "FieldValueTooLong",
+            "Too long: may not be more than 2 bytes",
+        ),
+        (
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"\": \"spec.b\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
+        ),
+        (
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"\": \"spec.c\" must not validate the schema (not)",
+        ),
+        (
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"\": \"spec.d\" must validate one and only one schema (oneOf). Found none valid",
+        ),
+        (
+            "spec.d",
+            "FieldValueInvalid",
+            "Invalid value: \"c\": spec.d in body should match '^a'",
+        ),
+        (
+            "spec.e",
+            "FieldValueInvalid",
+            "Invalid value: \"long\": spec.e in body should match '^e'",
+        ),
+        (
+            "spec.e",
+            "FieldValueTooLong",
+            "Too long: may not be more than 3 bytes",
+        ),
+        (
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"\": \"spec.e\" must validate all the schemas (allOf). None validated",
+        ),
+    ];
+    let expected: Vec<(String, String, String)> = expected
+        .iter()
+        .map(|(f, r, m)| (f.to_string(), r.to_string(), m.to_string()))
+        .collect();
+    assert_eq!(reply.causes(), expected);
+    let lines: Vec<String> = expected.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
+    assert_eq!(
+        reply.body["message"],
+        format!("Mix.compose.example.com \"m\" is invalid: [{}]", lines.join(", "))
+    );
+    // One branch of an allOf failing: no "None validated".
+    let body = json!({"apiVersion": "compose.example.com/v1", "kind": "Mix", "metadata": {"name": "m"},
+        "spec": {"e": "e234"}});
+    let reply = create(&env, mixes, &body).await?;
+    assert_eq!(
+        reply.causes(),
+        vec![
+            (
+                "spec.e".into(),
+                "FieldValueTooLong".into(),
+                "Too long: may not be more than 3 bytes".into()
+            ),
+            (
+                "<nil>".into(),
+                "FieldValueInvalid".into(),
+                "Invalid value: \"\": \"spec.e\" must validate all the schemas (allOf)".into()
+            ),
+        ]
+    );
+
+    // On a `/status` write the root of the validation is `status`.
+    let ok = json!({"apiVersion": "compose.example.com/v1", "kind": "Mix", "metadata": {"name": "ok"}, "spec": {}});
+    expect(&create(&env, mixes, &ok).await?, 201)?;
+    let reply = merge(
+        &env,
+        &format!("{mixes}/ok/status"),
+        &json!({"status": {"phase": "Unknown"}}),
+    )
+    .await?;
+    expect(&reply, 422)?;
+    assert_eq!(
+        reply.causes(),
+        vec![(
+            "status".into(),
+            "FieldValueInvalid".into(),
+            "Invalid value: \"\": \"phase\" must not validate the schema (not)".into()
+        )]
+    );
+    assert_eq!(
+        reply.body["message"],
+        "Mix.compose.example.com \"ok\" is invalid: status: Invalid value: \"\": \"phase\" must not validate the schema (not)"
+    );
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Reply, TestResult, create, expect, get, merge};
+use common::{Reply, TestResult, create, expect, get, merge, put};
 use serde_json::{Value, json};
 use sync_core::envtest::TestEnv;
 
@@ -94,17 +94,6 @@ fn invalid(reply: &Reply, expected: &[&str], case: &str) -> TestResult {
     Ok(())
 }
 
-/// [`invalid`], whatever the order of the causes.
-fn invalid_in_any_order(reply: &Reply, expected: &[&str], case: &str) -> TestResult {
-    expect(reply, 422)?;
-    let mut got = causes(reply);
-    got.sort();
-    let mut expected: Vec<&str> = expected.to_vec();
-    expected.sort_unstable();
-    assert_eq!(got, expected, "{case}");
-    Ok(())
-}
-
 fn no_skipped_rules(env: &TestEnv) {
     assert!(
         env.skipped_cel_rules().is_empty(),
@@ -119,6 +108,13 @@ fn with_spec(api_version: &str, kind: &str, name: &str, spec: Value) -> Value {
 
 fn pattern(field: &str, value: &str, regex: &str) -> String {
     format!("{field}: Invalid value: \"{value}\": {field} in body should match '{regex}'")
+}
+
+/// [`pattern`] on a `/status` write: kube-apiserver validates `status` against the status
+/// schema as its own root (`customResourceValidator.ValidateStatusUpdate`), so the message
+/// names the field relative to `status` (`field` is given without `status.`).
+fn status_pattern(field: &str, value: &str, regex: &str) -> String {
+    format!("status.{field}: Invalid value: \"{value}\": {field} in body should match '{regex}'")
 }
 
 const DNS_SUBDOMAIN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
@@ -442,10 +438,12 @@ async fn capi_machine_v1beta2() -> TestResult {
                 {"key": "k", "effect": "NoSchedule", "propagation": "Always"},
                 {"key": "k", "effect": "NoSchedule", "propagation": "OnInitialization"}
             ]})),
+            // An object's properties before its `required` (kube-openapi's objectValidator),
+            // list-map duplicates after every schema cause (the strategy's second pass).
             vec![
-                "spec.taints[0].propagation: Required value".into(),
                 "spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"".into(),
                 pattern("spec.taints[0].value", "not valid!", "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"),
+                "spec.taints[0].propagation: Required value".into(),
                 "spec.taints[2]: Duplicate value: {\"effect\":\"NoSchedule\",\"key\":\"k\"}".into(),
                 BLOCKED.into(),
             ],
@@ -486,8 +484,8 @@ async fn capi_machine_v1beta2() -> TestResult {
         reasons,
         [
             "FieldValueTooLong",
-            "FieldValueRequired",
             "FieldValueNotSupported",
+            "FieldValueRequired",
             "FieldValueDuplicate",
             "FieldValueInvalid"
         ]
@@ -509,15 +507,16 @@ async fn capi_machine_v1beta2() -> TestResult {
         201,
     )?;
 
-    // Status: the v1beta2 status schema's constraints.
+    // Status: the v1beta2 status schema's constraints, named relative to `status` in the
+    // messages (a `/status` write validates `status` against its own schema).
     let status_cases: Vec<(&str, Value, Vec<String>)> = vec![
         (
             "phase enum, bounds, node name pattern, minProperties",
             json!({"phase": "Exploded", "observedGeneration": 0, "nodeRef": {"name": "Bad_Node"}, "initialization": {"bootstrapDataSecretCreated": null, "infrastructureProvisioned": null}}),
             vec![
-                "status.initialization: Invalid value: 0: status.initialization in body should have at least 1 properties".into(),
-                pattern("status.nodeRef.name", "Bad_Node", DNS_SUBDOMAIN),
-                "status.observedGeneration: Invalid value: 0: status.observedGeneration in body should be greater than or equal to 1".into(),
+                "status.initialization: Invalid value: 0: initialization in body should have at least 1 properties".into(),
+                status_pattern("nodeRef.name", "Bad_Node", DNS_SUBDOMAIN),
+                "status.observedGeneration: Invalid value: 0: observedGeneration in body should be greater than or equal to 1".into(),
                 "status.phase: Unsupported value: \"Exploded\": supported values: \"Pending\", \"Provisioning\", \"Provisioned\", \"Running\", \"Updating\", \"Deleting\", \"Deleted\", \"Failed\", \"Unknown\"".into(),
                 BLOCKED.into(),
             ],
@@ -526,10 +525,10 @@ async fn capi_machine_v1beta2() -> TestResult {
             "metav1.Condition",
             json!({"conditions": [{"type": "Ready", "status": "Maybe", "reason": "not camel", "lastTransitionTime": "yesterday"}]}),
             vec![
-                "status.conditions[0].message: Required value".into(),
-                "status.conditions[0].lastTransitionTime: Invalid value: \"yesterday\": status.conditions[0].lastTransitionTime in body must be of type date-time: \"yesterday\"".into(),
-                pattern("status.conditions[0].reason", "not camel", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+                "status.conditions[0].lastTransitionTime: Invalid value: \"yesterday\": conditions[0].lastTransitionTime in body must be of type date-time: \"yesterday\"".into(),
+                status_pattern("conditions[0].reason", "not camel", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
                 "status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", \"Unknown\"".into(),
+                "status.conditions[0].message: Required value".into(),
                 BLOCKED.into(),
             ],
         ),
@@ -677,17 +676,23 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
         {"type": "MachinesReady", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": "2025-06-01T10:00:00Z"},
         {"type": "MachinesReady", "status": "False", "reason": "NotReady", "message": "", "lastTransitionTime": "2025-06-01T10:00:00Z"}
     ]}})).await?;
-    // kube-apiserver lists the list-map cause after the schema's (statusStrategy.ValidateUpdate);
-    // this server lists it first, so the order is not asserted here.
-    invalid_in_any_order(
-        &reply,
-        &[
-            "status.observedGeneration: Invalid value: 0: status.observedGeneration in body should be greater than or equal to 1",
-            "status.selector: Invalid value: \"\": status.selector in body should be at least 1 chars long",
-            "status.conditions[1]: Duplicate value: {\"type\":\"MachinesReady\"}",
-        ],
-        "status",
-    )?;
+    // statusStrategy.ValidateUpdate: the status schema's causes (status validated against its
+    // own schema, so messages name `selector`, not `status.selector`), then the list-map
+    // duplicates (structurallisttype, only when the old object had none). Sibling properties
+    // come in kube-openapi's map order, which Go randomizes; this is one of its orders.
+    let expected = [
+        "status.observedGeneration: Invalid value: 0: observedGeneration in body should be greater than or equal to 1",
+        "status.selector: Invalid value: \"\": selector in body should be at least 1 chars long",
+        "status.conditions[1]: Duplicate value: {\"type\":\"MachinesReady\"}",
+    ];
+    invalid(&reply, &expected, "status")?;
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "MachineSet.cluster.x-k8s.io \"workers\" is invalid: [{}]",
+            expected.join(", ")
+        )
+    );
 
     let long = "a".repeat(64);
     let mut with_taint = capi_machine_set("t")["spec"].clone();
@@ -709,8 +714,8 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
                 "spec.deletion.order: Unsupported value: \"Random2\": supported values: \"Random\", \"Newest\", \"Oldest\"".into(),
                 "spec.machineNaming: Invalid value: 0: spec.machineNaming in body should have at least 1 properties".into(),
                 "spec.selector.matchExpressions[0].operator: Required value".into(),
-                "spec.template.spec: Required value".into(),
                 "spec.template.metadata: Invalid value: 0: spec.template.metadata in body should have at least 1 properties".into(),
+                "spec.template.spec: Required value".into(),
                 BLOCKED.into(),
             ],
         ),
@@ -745,8 +750,8 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
             "v1beta1: required, enum",
             json!({"deletePolicy": "Random2", "selector": {}}),
             vec![
-                "spec.clusterName: Required value",
                 "spec.deletePolicy: Unsupported value: \"Random2\": supported values: \"Random\", \"Newest\", \"Oldest\"",
+                "spec.clusterName: Required value",
             ],
         ),
         (
@@ -769,6 +774,118 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
         let reply = create(&env, &format!("{CAPI_V1}/machinesets"), &body).await?;
         invalid(&reply, &expected, case)?;
     }
+    no_skipped_rules(&env);
+    Ok(())
+}
+
+/// With conversion `None`, kube-apiserver converts an object by rewriting `apiVersion` and
+/// then prunes it against the structural schema of the version it was converted to
+/// (`schemaCoercingConverter`): on a write to the storage version (the response is the stored
+/// object read back), on a read to the requested version.
+#[tokio::test]
+async fn capi_machine_set_conversion_prunes_to_the_target_version() -> TestResult {
+    let env = start().await?;
+    let v1_sets = format!("{CAPI_V1}/machinesets");
+    let v2_sets = format!("{CAPI_V2}/machinesets");
+
+    // v1beta1 write → v1beta2 storage: what v1beta2 does not know is pruned from the stored
+    // object (spec.deletePolicy, spec.minReadySeconds, template.spec.nodeDrainTimeout,
+    // infrastructureRef.apiVersion/namespace), so from the 201 response as well.
+    let legacy = json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "metadata": {"name": "legacy"},
+        "spec": {
+            "clusterName": "sample", "replicas": 1, "deletePolicy": "Newest", "minReadySeconds": 0,
+            "selector": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["legacy"]}]},
+            "template": {
+                "metadata": {"labels": {"pool": "legacy"}},
+                "spec": {
+                    "clusterName": "sample",
+                    "bootstrap": {"dataSecretName": "legacy-bootstrap"},
+                    "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachineTemplate", "name": "legacy", "namespace": NS},
+                    "nodeDrainTimeout": "5m0s",
+                    "readinessGates": [{"conditionType": "example.com/NetworkReady"}]
+                }
+            }
+        }
+    });
+    let stored = json!({
+        "clusterName": "sample", "replicas": 1,
+        "selector": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["legacy"]}]},
+        "template": {
+            "metadata": {"labels": {"pool": "legacy"}},
+            "spec": {
+                "clusterName": "sample",
+                "bootstrap": {"dataSecretName": "legacy-bootstrap"},
+                "infrastructureRef": {"kind": "AWSMachineTemplate", "name": "legacy"},
+                "readinessGates": [{"conditionType": "example.com/NetworkReady"}]
+            }
+        }
+    });
+    let dry = create(&env, &format!("{v1_sets}?dryRun=All"), &legacy).await?;
+    expect(&dry, 201)?;
+    assert_eq!(dry.body["spec"], stored, "dry run");
+    let reply = create(&env, &v1_sets, &legacy).await?;
+    expect(&reply, 201)?;
+    assert_eq!(reply.body["apiVersion"], "cluster.x-k8s.io/v1beta1");
+    assert_eq!(reply.body["spec"], stored);
+    let v2 = get(&env, &format!("{v2_sets}/legacy")).await?;
+    assert_eq!(v2.body["apiVersion"], "cluster.x-k8s.io/v1beta2");
+    assert_eq!(v2.body["spec"], stored);
+    assert_eq!(
+        get(&env, &format!("{v1_sets}/legacy")).await?.body["spec"],
+        stored
+    );
+
+    // A v1beta2 object read through v1beta1: what v1beta1 does not know is pruned from what
+    // is served (spec.deletion, spec.machineNaming, template.spec.deletion and taints, the
+    // references' apiGroup), in a get and in a list; storage keeps it.
+    let set = capi_machine_set("workers");
+    expect(&create(&env, &v2_sets, &set).await?, 201)?;
+    let as_v1 = json!({
+        "clusterName": "sample", "replicas": 2,
+        "selector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": "sample", "pool": "workers"}},
+        "template": {
+            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "sample", "pool": "workers"}},
+            "spec": {
+                "clusterName": "sample",
+                "version": "v1.31.2",
+                "bootstrap": {"configRef": {"kind": "KubeadmConfigTemplate", "name": "workers"}},
+                "infrastructureRef": {"kind": "AWSMachineTemplate", "name": "workers"},
+                "failureDomain": "us-east-1a"
+            }
+        }
+    });
+    let v1 = get(&env, &format!("{v1_sets}/workers")).await?;
+    expect(&v1, 200)?;
+    assert_eq!(v1.body["apiVersion"], "cluster.x-k8s.io/v1beta1");
+    assert_eq!(v1.body["spec"], as_v1);
+    let list = get(&env, &v1_sets).await?;
+    let listed: Vec<&Value> = list.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["metadata"]["name"] == "workers")
+        .collect();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["spec"], as_v1);
+    assert_eq!(
+        get(&env, &format!("{v2_sets}/workers")).await?.body["spec"],
+        set["spec"]
+    );
+
+    // Written back through v1beta1 as read: the object is unchanged in v1beta1, so its
+    // generation is too, but what only v1beta2 carried is gone from storage.
+    let updated = put(&env, &format!("{v1_sets}/workers"), &v1.body).await?;
+    expect(&updated, 200)?;
+    assert_eq!(updated.body["metadata"]["generation"], 1);
+    assert_ne!(
+        updated.body["metadata"]["resourceVersion"],
+        v1.body["metadata"]["resourceVersion"]
+    );
+    assert_eq!(
+        get(&env, &format!("{v2_sets}/workers")).await?.body["spec"],
+        as_v1
+    );
     no_skipped_rules(&env);
     Ok(())
 }
@@ -971,10 +1088,10 @@ async fn aws_machine() -> TestResult {
     invalid(
         &reply,
         &[
-            "status.addresses[0].address: Invalid value: \"\": status.addresses[0].address in body should be at least 1 chars long",
+            "status.addresses[0].address: Invalid value: \"\": addresses[0].address in body should be at least 1 chars long",
             "status.addresses[0].type: Unsupported value: \"Private\": supported values: \"Hostname\", \"ExternalIP\", \"InternalIP\", \"ExternalDNS\", \"InternalDNS\"",
             "status.conditions[0].severity: Too long: may not be more than 32 bytes",
-            "status.conditions[0].type: Invalid value: \"\": status.conditions[0].type in body should be at least 1 chars long",
+            "status.conditions[0].type: Invalid value: \"\": conditions[0].type in body should be at least 1 chars long",
             BLOCKED,
         ],
         "status",
@@ -1000,10 +1117,11 @@ async fn aws_machine() -> TestResult {
         );
         expect(&create(&env, &machines, &body).await?, 201)?;
     }
-    // capacityReservationPreference is two `allOf` enums: the value is rejected by both.
-    // kube-apiserver also reports `<nil>: Invalid value: "": "spec.capacityReservationPreference"
-    // must validate all the schemas (allOf). None validated`, which this server does not, so
-    // only the enum causes and the skipped-CEL cause are asserted.
+    // capacityReservationPreference is two `allOf` enums, both rejecting the value. Each
+    // branch reports the same enum error, which kube-openapi's Result keeps once
+    // (`AddErrors` drops a message already reported), then the allOf composite error, which
+    // apiextensions-apiserver reports at the validation's root (`<nil>`) with an empty value;
+    // the enum error keeps the CEL rules from running.
     let body = with_spec(
         "infrastructure.cluster.x-k8s.io/v1beta2",
         "AWSMachine",
@@ -1011,11 +1129,27 @@ async fn aws_machine() -> TestResult {
         json!({"instanceType": "m5.large", "capacityReservationPreference": "Sometimes"}),
     );
     let reply = create(&env, &machines, &body).await?;
-    expect(&reply, 422)?;
-    let unsupported = "spec.capacityReservationPreference: Unsupported value: \"Sometimes\": supported values: \"\", \"None\", \"CapacityReservationsOnly\", \"Open\"";
-    let got = causes(&reply);
-    assert_eq!(got.first().map(String::as_str), Some(unsupported), "{got:?}");
-    assert_eq!(got.last().map(String::as_str), Some(BLOCKED), "{got:?}");
+    let expected = [
+        "spec.capacityReservationPreference: Unsupported value: \"Sometimes\": supported values: \"\", \"None\", \"CapacityReservationsOnly\", \"Open\"",
+        "<nil>: Invalid value: \"\": \"spec.capacityReservationPreference\" must validate all the schemas (allOf). None validated",
+        BLOCKED,
+    ];
+    invalid(&reply, &expected, "allOf")?;
+    assert_eq!(
+        reply.causes()[1],
+        (
+            "<nil>".to_string(),
+            "FieldValueInvalid".to_string(),
+            "Invalid value: \"\": \"spec.capacityReservationPreference\" must validate all the schemas (allOf). None validated".to_string()
+        )
+    );
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "AWSMachine.infrastructure.cluster.x-k8s.io \"all-of\" is invalid: [{}]",
+            expected.join(", ")
+        )
+    );
     no_skipped_rules(&env);
     Ok(())
 }
@@ -1070,12 +1204,12 @@ async fn aws_machine_template() -> TestResult {
         }}),
     )
     .await?;
-    let bad_cpu = pattern("status.capacity.cpu", "four", quantity);
+    let bad_cpu = status_pattern("capacity.cpu", "four", quantity);
     invalid(
         &reply,
         &[
             &bad_cpu,
-            "status.capacity.memory: Invalid value: \"boolean\": status.capacity.memory in body must be of type integer,string: \"boolean\"",
+            "status.capacity.memory: Invalid value: \"boolean\": capacity.memory in body must be of type integer,string: \"boolean\"",
             "status.nodeInfo.architecture: Unsupported value: \"riscv64\": supported values: \"amd64\", \"arm64\"",
             "status.nodeInfo.operatingSystem: Unsupported value: \"plan9\": supported values: \"linux\", \"windows\"",
             BLOCKED,

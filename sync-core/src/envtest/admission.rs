@@ -4,14 +4,18 @@
 //!   `status` and `scale` subresources): unknown fields are pruned (and reported according
 //!   to `fieldValidation`: `Strict` is a 400 listing every unknown path, `Warn` — the
 //!   default — a `Warning` header per path, `Ignore` nothing), `null`s of non-nullable
-//!   fields dropped, `default`s of the request version applied, and `apiVersion` moved to
-//!   the storage version ([`super::versions`]).
-//! * [`admit`], under the store lock before the write: the schema's keywords, list types and
-//!   then CEL rules (skipped when the object already has type, enum, required, too-long or
-//!   too-many errors, as kube-apiserver does), with the ratcheting of unchanged values on
-//!   update. Errors are one 422 Invalid with a cause per field.
+//!   fields dropped, `default`s of the request version applied.
+//! * [`admit`], under the store lock before the write, in the request version: the passes of
+//!   [`super::schema::validate`] — OpenAPI keywords (of `status` alone on a `/status` write),
+//!   embedded resources, list types — then the CEL rules (skipped when the object already
+//!   has type, enum, required, too-long or too-many errors, as kube-apiserver does), with the
+//!   ratcheting of unchanged values on update. Errors are one 422 Invalid with a cause per
+//!   field, in the order kube-apiserver lists them.
+//! * [`to_storage`], after admission: the object is converted to the storage version and
+//!   pruned against its schema ([`super::versions`]), as the storage codec does.
 //! * [`on_read`], whenever a stored object is served (get, list, watch, responses): the
-//!   storage version's defaults (for fields whose defaults were added after the write).
+//!   defaults of the version it was stored in, then conversion to the served version and
+//!   pruning against its schema.
 //!
 //! Schemas are compiled once per CRD version ([`super::schema`]); built-in kinds have none
 //! and pass through. `fieldValidation` and the warnings are carried by [`scoped`] around the
@@ -24,7 +28,7 @@ use serde_json::Value;
 
 use super::errors::{ApiError, ApiResult};
 use super::resources::ResourceInfo;
-use super::schema::validate::{Findings, Path, Ratchet};
+use super::schema::validate::{Findings, Path, Ratchet, Seg};
 use super::schema::{default, prune, validate};
 use super::{cel, versions};
 
@@ -104,8 +108,7 @@ pub fn warning_header(message: &str) -> String {
 }
 
 /// Decodes a request body into an object of `info`'s version: prunes unknown fields
-/// (`fieldValidation`), drops non-nullable nulls, applies defaults, moves `apiVersion` to
-/// the storage version.
+/// (`fieldValidation`), drops non-nullable nulls, applies defaults.
 pub fn decode(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
     let Some(version) = &info.schema else {
         return Ok(());
@@ -127,16 +130,32 @@ pub fn decode(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
         }
         default::apply(object, root);
     }
-    versions::to_storage(object, version);
     Ok(())
 }
 
-/// Validates an object about to be stored (`old` is `None` on create): schema keywords,
-/// list types, CEL rules; a 422 Invalid with every violated field.
+/// Converts an admitted object of `info`'s version to the storage version, pruned against
+/// the storage version's schema (see [`super::versions`]); what is stored.
+pub fn to_storage(info: &ResourceInfo, object: &mut Value) {
+    if let Some(version) = &info.schema {
+        versions::convert(object, version, &version.storage_api_version, &version.storage);
+    }
+}
+
+/// Validates an object about to be stored (`old` is `None` on create, else the stored
+/// object as served in `info`'s version): a 422 Invalid with every violated field.
+/// `status_write`: a write through the `/status` subresource, which validates the OpenAPI
+/// keywords of `status` only (against the status schema as a root of its own, so messages
+/// name `selector` for `status.selector`) and not the embedded resources, as
+/// apiextensions-apiserver's status strategy.
 ///
 /// Called under the store lock after the server has set the system metadata and before
 /// the write, for create, update, patch and the `status`/`scale` subresources.
-pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> ApiResult<()> {
+pub fn admit(
+    info: &ResourceInfo,
+    object: &mut Value,
+    old: Option<&Value>,
+    status_write: bool,
+) -> ApiResult<()> {
     let Some(version) = &info.schema else {
         return Ok(());
     };
@@ -144,8 +163,36 @@ pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Ap
         return Ok(());
     };
     let mut findings = Findings::default();
-    let mut path = Path::default();
-    validate::validate(root, object, old, &mut path, &mut findings);
+    // 1. The OpenAPI keywords, each message once.
+    if status_write {
+        if let (Some(status), Some(schema)) = (object.get("status"), root.properties.get("status")) {
+            let mut path = Path::within(vec![Seg::Prop("status".into())]);
+            let old_status = old.and_then(|o| o.get("status"));
+            validate::validate(schema, status, old_status, &mut path, &mut findings);
+        }
+    } else {
+        validate::validate(root, object, old, &mut Path::default(), &mut findings);
+    }
+    findings.dedup_from(0);
+    // 2. Embedded resources' apiVersion and kind.
+    if !status_write {
+        validate::embedded(root, object, &mut Path::default(), &mut findings);
+    }
+    // 3. List types, unless the old object broke them already.
+    if root.has_list_types {
+        let start = findings.issues.len();
+        validate::list_types(root, object, &mut Path::default(), &mut findings);
+        if findings.issues.len() > start
+            && let Some(old) = old
+        {
+            let mut broken = Findings::default();
+            validate::list_types(root, old, &mut Path::default(), &mut broken);
+            if !broken.issues.is_empty() {
+                findings.issues.truncate(start);
+            }
+        }
+    }
+    // 4. CEL rules, unless a blocking error keeps them from running.
     if findings.blocking() && root.has_rules {
         findings.push(
             "<nil>".into(),
@@ -154,7 +201,7 @@ pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Ap
             Ratchet::Never,
         );
     } else {
-        cel::validate(root, object, old, true, &mut path, &mut findings);
+        cel::validate(root, object, old, true, &mut Path::default(), &mut findings);
     }
     warn(std::mem::take(&mut findings.warnings));
     if findings.issues.is_empty() {
@@ -168,15 +215,27 @@ pub fn admit(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Ap
     Err(ApiError::invalid(&info.group, &info.kind, &name, causes))
 }
 
-/// A stored object as served: the storage version's defaults applied (a copy only when a
-/// default is missing).
+/// A stored object as served through `info`'s version, when that differs from the stored
+/// object (`None`: serve it as it is): the defaults of the version it was stored in, then,
+/// through another version, converted to it and pruned against its schema. A copy is made
+/// only when something changes.
 pub fn on_read(info: &ResourceInfo, object: &Arc<Value>) -> Option<Value> {
-    let root = info.schema.as_ref()?.storage.root.as_ref()?;
-    if !default::needed(object, root) {
+    let version = info.schema.as_ref()?;
+    let stored_in = object["apiVersion"].as_str().unwrap_or_default();
+    let from = version.schema_of(stored_in);
+    let needs_defaults = from
+        .root
+        .as_ref()
+        .is_some_and(|root| default::needed(object, root));
+    let converted = stored_in != version.api_version;
+    if !needs_defaults && !converted {
         return None;
     }
     let mut copy = object.as_ref().clone();
-    default::apply(&mut copy, root);
+    if needs_defaults && let Some(root) = &from.root {
+        default::apply(&mut copy, root);
+    }
+    versions::convert(&mut copy, version, &version.api_version, &version.schema);
     Some(copy)
 }
 

@@ -570,10 +570,10 @@ pub fn validate(
                     None
                 };
                 for (i, item) in items.iter().enumerate() {
-                    path.0.push(Seg::Index(i));
+                    path.push(Seg::Index(i));
                     let old_item = old_items.as_ref().and_then(|o| o.find(schema, item));
                     validate(item_schema, item, old_item, false, path, out);
-                    path.0.pop();
+                    path.pop();
                 }
             }
         }
@@ -587,7 +587,7 @@ pub fn validate(
                 let Some(child_schema) = child_schema.filter(|s| s.has_rules) else {
                     continue;
                 };
-                path.0.push(seg);
+                path.push(seg);
                 validate(
                     child_schema,
                     child,
@@ -596,7 +596,7 @@ pub fn validate(
                     path,
                     out,
                 );
-                path.0.pop();
+                path.pop();
             }
         }
         _ => {}
@@ -666,7 +666,7 @@ fn run_rules(
                 });
                 let mut at = path.clone();
                 if !rule.field_path.is_empty() {
-                    at.0.push(Seg::Prop(rule.field_path.clone()));
+                    at.push(Seg::Prop(rule.field_path.clone()));
                 }
                 let scalar = !matches!(value, Value::Object(_) | Value::Array(_));
                 let (reason, text) = match rule.reason.as_str() {

@@ -1,4 +1,6 @@
-//! `metav1.Status` errors with the reasons and codes kube-apiserver uses.
+//! `metav1.Status` errors with the reasons and codes kube-apiserver uses. An Invalid error
+//! keeps every cause in `details.causes` and words its message as apimachinery's
+//! `NewInvalid` does, through `ErrorList.ToAggregate()` ([`aggregate`]).
 
 use serde_json::{Value, json};
 
@@ -107,24 +109,14 @@ impl ApiError {
         )
     }
 
-    /// 422 Invalid with causes.
+    /// 422 Invalid with causes, worded as apimachinery's `NewInvalid`: the causes are kept as
+    /// they are, the message is `ErrorList.ToAggregate()` of them (identical `field: message`
+    /// lines listed once, a single line bare, several in `[a, b]`, none: just `is invalid`).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let list: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
-        let message = if list.len() == 1 {
-            format!(
-                "{kind}{} \"{name}\" is invalid: {}",
-                dot_group(group),
-                list.join(", ")
-            )
-        } else {
-            format!(
-                "{kind}{} \"{name}\" is invalid: [{}]",
-                dot_group(group),
-                list.join(", ")
-            )
+        let lines = causes.iter().map(|c| format!("{}: {}", c.field, c.message));
+        let message = match aggregate(lines) {
+            Some(list) => format!("{kind}{} \"{name}\" is invalid: {list}", dot_group(group)),
+            None => format!("{kind}{} \"{name}\" is invalid", dot_group(group)),
         };
         let mut error = Self::new(422, "Invalid", message).with_details(group, kind, name);
         error.details.causes = causes;
@@ -258,6 +250,22 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// apimachinery's `ErrorList.ToAggregate().Error()`: each distinct message once, in order of
+/// first appearance; one message as it is, several as `[a, b]`; `None` when there are none.
+pub fn aggregate(messages: impl IntoIterator<Item = String>) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for message in messages {
+        if !seen.contains(&message) {
+            seen.push(message);
+        }
+    }
+    match seen.len() {
+        0 => None,
+        1 => seen.pop(),
+        _ => Some(format!("[{}]", seen.join(", "))),
+    }
+}
+
 /// `configmaps` or `widgets.example.com`.
 pub fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() {
@@ -299,5 +307,38 @@ pub fn forbidden_field(field: &str, detail: &str) -> Cause {
         reason: "FieldValueForbidden".into(),
         message: format!("Forbidden: {detail}"),
         field: field.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(field: &str, message: &str) -> Cause {
+        Cause {
+            reason: "FieldValueInvalid".into(),
+            message: message.into(),
+            field: field.into(),
+        }
+    }
+
+    #[test]
+    fn invalid_messages_are_error_list_to_aggregate() {
+        let none = ApiError::invalid("x.io", "Foo", "a", vec![]);
+        assert_eq!(none.message, "Foo.x.io \"a\" is invalid");
+        let one = ApiError::invalid("", "Foo", "a", vec![cause("spec", "m")]);
+        assert_eq!(one.message, "Foo \"a\" is invalid: spec: m");
+        // The same line twice is one line (no brackets); the causes keep both.
+        let same = ApiError::invalid("", "Foo", "a", vec![cause("spec", "m"), cause("spec", "m")]);
+        assert_eq!(same.message, "Foo \"a\" is invalid: spec: m");
+        assert_eq!(same.details.causes.len(), 2);
+        let several = ApiError::invalid(
+            "",
+            "Foo",
+            "a",
+            vec![cause("spec", "m"), cause("b", "n"), cause("spec", "m")],
+        );
+        assert_eq!(several.message, "Foo \"a\" is invalid: [spec: m, b: n]");
+        assert_eq!(several.details.causes.len(), 3);
     }
 }

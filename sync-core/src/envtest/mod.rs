@@ -52,6 +52,11 @@
 //! * The namespace controller's work is done within the DELETE (content removed, finalizer
 //!   `kubernetes` dropped once empty); it sets no `NamespaceContentRemaining`-style
 //!   conditions, and the `/finalize` subresource is not served.
+//! * A custom resource is pruned when it is written (against the request version, then the
+//!   storage version) and, through another version, when it is read, but a stored object is
+//!   not pruned again on every read as kube-apiserver's storage decoder does: fields that a
+//!   later CRD update removed from the storage version's schema stay visible until the
+//!   object is written again.
 //! * History is the last `history_window` events (default 100 000), not etcd's time-based
 //!   compaction: lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`)
 //!   are rebuilt from it and get 410 Expired beyond it, as watches do.

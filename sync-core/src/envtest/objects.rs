@@ -268,7 +268,8 @@ pub fn create(
     if key == CRD_KEY {
         prepare_crd(state, &mut object, &name, None)?;
     }
-    admission::admit(info, &mut object, None)?;
+    admission::admit(info, &mut object, None, false)?;
+    admission::to_storage(info, &mut object);
     if dry_run {
         return Ok(Arc::new(object));
     }
@@ -420,6 +421,10 @@ pub fn update(
     let Some(old) = state.get(&key, namespace, name).cloned() else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
+    // The update works on the stored object as read through the request's version (its
+    // defaults applied, converted and pruned), as kube-apiserver's does; `old` stays the
+    // stored object, to tell a no-op write.
+    let current = present(info, &old);
     let old_rv = meta_str(&old, "resourceVersion").unwrap_or_default().to_string();
     match meta_str(&object, "resourceVersion") {
         None if !info.unconditional_update => {
@@ -450,7 +455,7 @@ pub fn update(
             if info.status
                 && let Some(map) = object.as_object_mut()
             {
-                match old.get("status") {
+                match current.get("status") {
                     Some(status) => map.insert("status".into(), status.clone()),
                     None => map.remove("status"),
                 };
@@ -458,7 +463,7 @@ pub fn update(
             object
         }
         Endpoint::Status => {
-            let mut new = old.as_ref().clone();
+            let mut new = current.as_ref().clone();
             if let Some(map) = new.as_object_mut() {
                 match object.get("status") {
                     Some(status) => map.insert("status".into(), status.clone()),
@@ -529,14 +534,20 @@ pub fn update(
             ));
         }
     }
-    if info.generation && spec_content(info, &new) != spec_content(info, &old) {
+    if info.generation && spec_content(info, &new) != spec_content(info, &current) {
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));
     }
     if key == CRD_KEY && endpoint == Endpoint::Main {
         prepare_crd(state, &mut new, name, Some(&old))?;
     }
-    admission::admit(info, &mut new, Some(&old))?;
+    admission::admit(
+        info,
+        &mut new,
+        Some(current.as_ref()),
+        endpoint == Endpoint::Status,
+    )?;
+    admission::to_storage(info, &mut new);
     if new == *old {
         // A no-op update does not bump the resourceVersion, as in kube-apiserver.
         return Ok(old);
@@ -766,10 +777,16 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
     }
 }
 
-/// Rewrites `apiVersion` to the version served at `info` (conversion strategy None).
+/// A stored object as served at `info`'s version: for a custom resource, the defaults of
+/// the version it was stored in, converted and pruned to `info`'s version
+/// ([`admission::on_read`]); for a built-in kind, `apiVersion` rewritten. The stored `Arc`
+/// itself when nothing changes.
 pub fn present(info: &ResourceInfo, object: &Arc<Value>) -> Arc<Value> {
-    if let Some(defaulted) = admission::on_read(info, object) {
-        return present(info, &Arc::new(defaulted));
+    if let Some(shown) = admission::on_read(info, object) {
+        return Arc::new(shown);
+    }
+    if info.schema.is_some() {
+        return object.clone();
     }
     let expected = info.api_version();
     if object["apiVersion"].as_str() == Some(expected.as_str()) {

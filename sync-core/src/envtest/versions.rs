@@ -1,29 +1,49 @@
 //! CRD versions: every served version has its own compiled schema; objects are stored in
 //! the storage version and read through any served version.
 //!
-//! Conversion between versions is kube-apiserver's `None` strategy for every CRD: only
-//! `apiVersion` is rewritten. A CRD whose conversion strategy is `Webhook` is served all the
-//! same, **without calling the webhook**: its objects are not converted (fields keep the
-//! shape of the version they were written in; only `apiVersion` changes), so suites that
-//! rely on a conversion webhook's field mapping see the unconverted object.
+//! Conversion is kube-apiserver's `None` strategy (`nopConverter`): only `apiVersion` is
+//! rewritten, and the converted object is then pruned against the structural schema of the
+//! version it was converted to, as apiextensions-apiserver's `schemaCoercingConverter` does
+//! after every conversion ([`convert`]). So a field only the request version knows is kept
+//! in the response of a write only if the storage version knows it too, and a field only
+//! the storage version knows is not shown through a version that does not
+//! (`x-kubernetes-preserve-unknown-fields` keeps whatever it covers):
+//!
+//! * on a write, the object (pruned, defaulted and validated in the request version) is
+//!   converted to the storage version and pruned against its schema before it is stored
+//!   ([`crate::envtest::admission::to_storage`]); the response is the stored object read back;
+//! * on a read, the stored object takes the defaults of the version it was stored in, and
+//!   through another version is converted to it and pruned against its schema
+//!   ([`crate::envtest::admission::on_read`]).
+//!
+//! A CRD whose conversion strategy is `Webhook` is served all the same, **without calling
+//! the webhook**: its objects are not converted (fields keep the shape of the version they
+//! were written in; only `apiVersion` changes, and nothing is pruned on conversion, since
+//! the webhook's field mapping is unknown), so suites that rely on a conversion webhook's
+//! field mapping see the unconverted object.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::schema::VersionSchema;
+use super::schema::{VersionSchema, prune};
 
-/// What a served CRD version needs at admission: its schema, the storage version's schema
-/// (defaults on read), and the CRD generation it was compiled from.
+/// What a served CRD version needs at admission: its schema, the storage version's schema,
+/// every version's schema (defaults on read, in the version an object was stored in), and
+/// the CRD generation it was compiled from.
 #[derive(Debug)]
 pub struct CrdVersion {
     /// The schema of this served version.
     pub schema: Arc<VersionSchema>,
+    /// `group/thisVersion`.
+    pub api_version: String,
     /// `group/storageVersion`.
     pub storage_api_version: String,
     /// The schema of the storage version.
     pub storage: Arc<VersionSchema>,
+    /// The schema of every version of the CRD, by `group/version`.
+    pub all: Arc<HashMap<String, Arc<VersionSchema>>>,
     /// `spec.conversion.strategy: Webhook` (served without conversion, see the module doc).
     pub webhook: bool,
     /// `metadata.uid` and `metadata.generation` of the CRD compiled from.
@@ -78,6 +98,12 @@ pub fn compile(
         .unwrap_or_default()
         .to_string();
     let webhook = spec["conversion"]["strategy"].as_str() == Some("Webhook");
+    let all: Arc<HashMap<String, Arc<VersionSchema>>> = Arc::new(
+        schemas
+            .iter()
+            .map(|(name, schema)| (format!("{group}/{name}"), schema.clone()))
+            .collect(),
+    );
     for (name, schema) in &schemas {
         let storage = schemas
             .get(&storage_name)
@@ -87,8 +113,10 @@ pub fn compile(
             name.clone(),
             Arc::new(CrdVersion {
                 schema: schema.clone(),
+                api_version: format!("{group}/{name}"),
                 storage_api_version: format!("{group}/{storage_name}"),
                 storage,
+                all: all.clone(),
                 webhook,
                 compiled_from: key.clone(),
             }),
@@ -97,11 +125,30 @@ pub fn compile(
     out
 }
 
-/// Rewrites `apiVersion` to the storage version (conversion `None`).
-pub fn to_storage(object: &mut Value, version: &CrdVersion) {
-    if let Some(map) = object.as_object_mut()
-        && map.get("apiVersion").and_then(Value::as_str) != Some(version.storage_api_version.as_str())
+impl CrdVersion {
+    /// The schema of the version an object is in (by its `apiVersion`); the storage
+    /// version's for a version the CRD no longer has.
+    pub fn schema_of(&self, api_version: &str) -> &Arc<VersionSchema> {
+        self.all.get(api_version).unwrap_or(&self.storage)
+    }
+}
+
+/// Converts `object` to `target` (`group/version`, whose schema is `schema`): `apiVersion`
+/// rewritten and, unless the CRD's conversion is a webhook (not called here), the object
+/// pruned against the target version's structural schema, nulls of non-nullable fields
+/// without a default dropped (`schemaCoercingConverter`). Nothing happens when `object` is
+/// in `target` already.
+pub fn convert(object: &mut Value, version: &CrdVersion, target: &str, schema: &VersionSchema) {
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
+    if map.get("apiVersion").and_then(Value::as_str) == Some(target) {
+        return;
+    }
+    map.insert("apiVersion".into(), json!(target));
+    if !version.webhook
+        && let Some(root) = &schema.root
     {
-        map.insert("apiVersion".into(), json!(version.storage_api_version));
+        prune::prune(object, root);
     }
 }

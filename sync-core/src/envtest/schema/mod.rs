@@ -7,8 +7,10 @@
 //!
 //! The walks follow kube-apiserver's order on a write: [`prune`] (unknown fields, reported
 //! for `fieldValidation`), [`default`] (nulls of non-nullable fields dropped, then
-//! `default`s), then [`validate`] (OpenAPI keywords, list types, then CEL rules, with
-//! ratcheting of unchanged values on update).
+//! `default`s), then [`validate`] (OpenAPI keywords, embedded resources, list types, then CEL
+//! rules, each pass's causes after the previous one's, with ratcheting of unchanged values
+//! on update); after admission the object is converted to the storage version and pruned
+//! again, against that version's schema ([`super::versions`]).
 
 pub mod default;
 pub mod formats;
@@ -158,6 +160,10 @@ pub struct Schema {
     pub has_defaults: bool,
     /// This node or a descendant (or an `allOf` branch) has CEL rules.
     pub has_rules: bool,
+    /// This node or a descendant is an `x-kubernetes-list-type` `set` or `map` list.
+    pub has_list_types: bool,
+    /// This node or a descendant is an `x-kubernetes-embedded-resource`.
+    pub has_embedded: bool,
 }
 
 /// Where a schema node sits, for messages about the CRD itself.
@@ -307,8 +313,12 @@ pub fn compile_node(value: &Value, origin: &Origin, path: &str) -> Schema {
     let has_rules = !schema.rules.is_empty()
         || children().any(|c| c.has_rules)
         || schema.all_of.iter().any(|c| c.has_rules);
+    let has_list_types = schema.list_type != ListType::Atomic || children().any(|c| c.has_list_types);
+    let has_embedded = schema.embedded || children().any(|c| c.has_embedded);
     schema.has_defaults = has_defaults;
     schema.has_rules = has_rules;
+    schema.has_list_types = has_list_types;
+    schema.has_embedded = has_embedded;
     schema
 }
 

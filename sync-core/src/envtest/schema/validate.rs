@@ -1,10 +1,38 @@
-//! Validation of an object against a compiled [`Schema`], worded as kube-apiserver words it
-//! (kube-openapi's messages turned into field errors by apiextensions-apiserver), with the
-//! list-type checks of `x-kubernetes-list-type`, then the CEL rules ([`super::super::cel`]),
-//! and the ratcheting of unchanged values on update (`CRDValidationRatcheting`, on by
-//! default since Kubernetes 1.30).
+//! Validation of an object against a compiled [`Schema`], worded and ordered as
+//! kube-apiserver words and orders it. A write is checked in the passes of
+//! apiextensions-apiserver's strategy, each one's causes after the previous one's:
+//!
+//! 1. [`validate`]: the OpenAPI keywords, as kube-openapi's `SchemaValidator` (per node: type,
+//!    `anyOf`/`oneOf`/`allOf`/`not`, string, format, number, array, `enum`, object; an object's
+//!    properties before its `required`), its messages turned into field errors by
+//!    apiextensions-apiserver (`kubeOpenAPIResultToFieldErrors`), identical messages reported
+//!    once (kube-openapi's `Result.AddErrors`), with the ratcheting of unchanged values on
+//!    update (`CRDValidationRatcheting`, on by default since Kubernetes 1.30). A `/status`
+//!    write validates `status` only, against the status schema as a root of its own
+//!    ([`Path::within`]): names in messages are relative to `status`.
+//! 2. [`embedded`]: `apiVersion` and `kind` of `x-kubernetes-embedded-resource` objects
+//!    (`schemaobjectmeta.Validate`; not on `/status` writes).
+//! 3. [`list_types`]: the uniqueness of `x-kubernetes-list-type` `set` and `map` lists
+//!    (`structurallisttype.ValidateListSetsAndMaps`; skipped on update when the old object
+//!    already broke it).
+//! 4. The CEL rules ([`crate::envtest::cel`]), or the "not checked" cause when passes 1–3
+//!    found a blocking error.
+//!
+//! What still differs from kube-apiserver here:
+//!
+//! * kube-openapi walks an object's properties in Go map order, which is random, so the
+//!   order of the causes of sibling fields varies from one request to the next there; here
+//!   it is alphabetical (one of those orders); apart from that and the points below, the
+//!   order is kube-apiserver's.
+//! * When no `anyOf`/`oneOf` branch validates, kube-openapi keeps the errors of the branch
+//!   with the most checks that passed (`MatchCount`); here, of the branch with the fewest
+//!   errors (the first on a tie, as there).
+//! * After a type error at a node, kube-openapi still runs that node's `enum` and
+//!   `allOf`/`anyOf`/`oneOf`/`not`; here the node's other checks are skipped.
+//! * The `metadata` of an embedded resource is not validated (kube-apiserver runs
+//!   `ValidateObjectMeta` on it: name, labels, annotations, ...).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -25,60 +53,99 @@ pub enum Seg {
 
 /// A field path being walked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Path(pub Vec<Seg>);
+pub struct Path {
+    /// The steps from the object's root.
+    pub segs: Vec<Seg>,
+    /// How many leading steps kube-openapi's names leave out: 0 when the whole object is
+    /// validated, 1 for the `status` of a `/status` write (validated against the status
+    /// schema as its own root, so `status.selector` is named `selector` in messages).
+    pub base: usize,
+}
 
 impl Path {
+    /// A path at `segs`, whose subtree is validated with its own schema as the root.
+    pub fn within(segs: Vec<Seg>) -> Self {
+        let base = segs.len();
+        Self { segs, base }
+    }
+
     /// As apimachinery's `field.Path.String()` (`spec.items[0].labels[a]`); `<nil>` at the root.
     pub fn field(&self) -> String {
-        if self.0.is_empty() {
+        if self.segs.is_empty() {
             return "<nil>".into();
         }
-        self.render(true)
+        render(&self.segs, true)
     }
 
-    /// As kube-openapi names a value (`spec.items[0].labels.a`).
+    /// As kube-openapi names a value (`spec.items[0].labels.a`), relative to the root of the
+    /// schema being validated.
     pub fn name(&self) -> String {
-        self.render(false)
+        render(self.segs.get(self.base..).unwrap_or_default(), false)
     }
 
-    fn render(&self, keys_bracketed: bool) -> String {
-        let mut out = String::new();
-        for seg in &self.0 {
-            match seg {
-                Seg::Prop(p) => {
-                    if !out.is_empty() {
-                        out.push('.');
-                    }
-                    out.push_str(p);
+    /// The `fldPath` kube-openapi's errors are placed under: `<nil>` for the whole object,
+    /// `status` on a `/status` write. Composite errors (`allOf`, ...) are reported there.
+    pub fn root_field(&self) -> String {
+        let root = self.segs.get(..self.base).unwrap_or_default();
+        if root.is_empty() {
+            "<nil>".into()
+        } else {
+            render(root, true)
+        }
+    }
+
+    /// The `field` of a kube-openapi error: `fldPath.Child(name)`.
+    fn field_or_name(&self) -> String {
+        let name = self.name();
+        if name.is_empty() {
+            self.root_field()
+        } else if self.base == 0 {
+            name
+        } else {
+            format!("{}.{name}", self.root_field())
+        }
+    }
+
+    /// Steps into `seg`.
+    pub fn push(&mut self, seg: Seg) {
+        self.segs.push(seg);
+    }
+
+    /// Steps back out.
+    pub fn pop(&mut self) {
+        self.segs.pop();
+    }
+}
+
+fn render(segs: &[Seg], keys_bracketed: bool) -> String {
+    let mut out = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Prop(p) => {
+                if !out.is_empty() {
+                    out.push('.');
                 }
-                Seg::Key(k) if keys_bracketed => {
-                    out.push('[');
-                    out.push_str(k);
-                    out.push(']');
+                out.push_str(p);
+            }
+            Seg::Key(k) if keys_bracketed => {
+                out.push('[');
+                out.push_str(k);
+                out.push(']');
+            }
+            Seg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
                 }
-                Seg::Key(k) => {
-                    if !out.is_empty() {
-                        out.push('.');
-                    }
-                    out.push_str(k);
-                }
-                Seg::Index(i) => {
-                    out.push('[');
-                    out.push_str(&i.to_string());
-                    out.push(']');
-                }
+                out.push_str(k);
+            }
+            Seg::Index(i) => {
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
             }
         }
-        out
     }
-
-    fn push(&mut self, seg: Seg) {
-        self.0.push(seg);
-    }
-
-    fn pop(&mut self) {
-        self.0.pop();
-    }
+    out
 }
 
 /// Go's `strconv.Quote`.
@@ -244,6 +311,22 @@ impl Findings {
         );
     }
 
+    /// Drops the issues found since `start` whose cause repeats an earlier one since `start`
+    /// (kube-openapi's `Result` keeps each message once).
+    pub fn dedup_from(&mut self, start: usize) {
+        let mut index = start;
+        while index < self.issues.len() {
+            let repeated = self.issues[start..index]
+                .iter()
+                .any(|i| i.cause == self.issues[index].cause);
+            if repeated {
+                self.issues.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
     /// Whether CEL rules may run: kube-apiserver skips them when the object has type,
     /// enum, required, too-long or too-many errors.
     pub fn blocking(&self) -> bool {
@@ -260,20 +343,9 @@ impl Findings {
     }
 }
 
-impl Path {
-    /// The `field` of a kube-openapi error: its name (the root is `""`... shown as `<nil>`).
-    fn field_or_name(&self) -> String {
-        if self.0.is_empty() {
-            "<nil>".into()
-        } else {
-            self.name()
-        }
-    }
-}
-
-/// Validates `value` (a whole object when `path` is empty) against `schema`; `old` is the
-/// correlated previous value on update. Schema keywords and list types only; CEL rules are
-/// the second pass ([`crate::envtest::cel::validate`]).
+/// Validates `value` (a whole object when `path` is at the root of the object) against
+/// `schema`'s OpenAPI keywords (pass 1 of the module doc); `old` is the correlated previous
+/// value on update. The caller de-duplicates ([`Findings::dedup_from`]).
 pub fn validate(schema: &Schema, value: &Value, old: Option<&Value>, path: &mut Path, out: &mut Findings) {
     let start = out.issues.len();
     check(schema, value, old, path, out);
@@ -313,10 +385,17 @@ fn check(s: &Schema, value: &Value, old: Option<&Value>, path: &mut Path, out: &
             return;
         }
     }
+    // kube-openapi's validators of a node, in their order: type (above), schema props
+    // (anyOf, oneOf, allOf, not), string, format, number, slice, common (enum), object.
     composition(s, value, path, out);
-    if let Value::String(text) = value {
-        check_string(s, text, path, out);
-        check_format(s, text, path, out);
+    match value {
+        Value::String(text) => {
+            check_string(s, text, path, out);
+            check_format(s, text, path, out);
+        }
+        Value::Number(n) => check_number(s, n, path, out),
+        Value::Array(items) => check_array(s, items, old, path, out),
+        _ => {}
     }
     if let Some(values) = &s.enumeration
         && !values.iter().any(|v| json_equal(v, value))
@@ -344,11 +423,8 @@ fn check(s: &Schema, value: &Value, old: Option<&Value>, path: &mut Path, out: &
             Ratchet::Drop,
         );
     }
-    match value {
-        Value::Array(items) => check_array(s, items, old, path, out),
-        Value::Number(n) => check_number(s, n, value, path, out),
-        Value::Object(map) => check_object(s, map, old, path, out),
-        _ => {}
+    if let Value::Object(map) = value {
+        check_object(s, map, old, path, out);
     }
 }
 
@@ -373,10 +449,20 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// A composite error of kube-openapi (`errors.New(CompositeErrorCode, ...)`, not a
+/// `*Validation`): apiextensions-apiserver reports it as `field.Invalid(fldPath, "", msg)`,
+/// at the root of the validation, naming the value in the message.
+fn composite(path: &Path, out: &mut Findings, message: String) {
+    out.push(
+        path.root_field(),
+        "FieldValueInvalid",
+        format!("Invalid value: \"\": {message}"),
+        Ratchet::Drop,
+    );
+}
+
+/// `anyOf`, `oneOf`, `allOf` and `not`, as kube-openapi's `schemaPropsValidator`.
 fn composition(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
-    for branch in &s.all_of {
-        check(branch, value, None, path, out);
-    }
     let quiet = |branch: &Schema, path: &mut Path| {
         let mut scratch = Findings::default();
         check(branch, value, None, path, &mut scratch);
@@ -389,6 +475,7 @@ fn composition(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
             let found = quiet(branch, path);
             if found.issues.is_empty() {
                 matched = true;
+                best = None;
                 break;
             }
             if best.as_ref().is_none_or(|b| found.issues.len() < b.issues.len()) {
@@ -396,18 +483,17 @@ fn composition(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
             }
         }
         if !matched {
-            out.push(
-                "<nil>".into(),
-                "FieldValueInvalid",
+            composite(
+                path,
+                out,
                 format!(
-                    "Invalid value: \"\": {} must validate at least one schema (anyOf)",
+                    "{} must validate at least one schema (anyOf)",
                     go_quote(&path.name())
                 ),
-                Ratchet::Drop,
             );
-            if let Some(best) = best {
-                out.issues.extend(best.issues);
-            }
+        }
+        if let Some(best) = best {
+            out.issues.extend(best.issues);
         }
     }
     if !s.one_of.is_empty() {
@@ -417,43 +503,58 @@ fn composition(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
             let found = quiet(branch, path);
             if found.issues.is_empty() {
                 valid += 1;
-            } else if best.as_ref().is_none_or(|b| found.issues.len() < b.issues.len()) {
+                best = None;
+            } else if valid == 0 && best.as_ref().is_none_or(|b| found.issues.len() < b.issues.len()) {
                 best = Some(found);
             }
         }
         if valid != 1 {
-            let extra = if valid > 1 {
-                format!("Found {valid} valid alternatives")
-            } else {
+            let extra = if valid == 0 {
                 "Found none valid".to_string()
+            } else {
+                format!("Found {valid} valid alternatives")
             };
-            out.push(
-                "<nil>".into(),
-                "FieldValueInvalid",
+            composite(
+                path,
+                out,
                 format!(
-                    "Invalid value: \"\": {} must validate one and only one schema (oneOf). {extra}",
+                    "{} must validate one and only one schema (oneOf). {extra}",
                     go_quote(&path.name())
                 ),
-                Ratchet::Drop,
             );
-            if valid == 0
-                && let Some(best) = best
-            {
+            if let Some(best) = best {
                 out.issues.extend(best.issues);
             }
+        }
+    }
+    if !s.all_of.is_empty() {
+        let mut valid = 0;
+        for branch in &s.all_of {
+            let found = quiet(branch, path);
+            if found.issues.is_empty() {
+                valid += 1;
+            }
+            out.issues.extend(found.issues);
+        }
+        if valid != s.all_of.len() {
+            let none = if valid == 0 { ". None validated" } else { "" };
+            composite(
+                path,
+                out,
+                format!(
+                    "{} must validate all the schemas (allOf){none}",
+                    go_quote(&path.name())
+                ),
+            );
         }
     }
     if let Some(not) = &s.not
         && quiet(not, path).issues.is_empty()
     {
-        out.push(
-            "<nil>".into(),
-            "FieldValueInvalid",
-            format!(
-                "Invalid value: \"\": {} must not validate the schema (not)",
-                go_quote(&path.name())
-            ),
-            Ratchet::Drop,
+        composite(
+            path,
+            out,
+            format!("{} must not validate the schema (not)", go_quote(&path.name())),
         );
     }
 }
@@ -512,7 +613,7 @@ fn check_format(s: &Schema, text: &str, path: &Path, out: &mut Findings) {
     }
 }
 
-fn check_number(s: &Schema, n: &serde_json::Number, value: &Value, path: &Path, out: &mut Findings) {
+fn check_number(s: &Schema, n: &serde_json::Number, path: &Path, out: &mut Findings) {
     let name = path.name();
     let shown = go_number(n);
     let f = n.as_f64().unwrap_or_default();
@@ -564,7 +665,6 @@ fn check_number(s: &Schema, n: &serde_json::Number, value: &Value, path: &Path, 
             );
         }
     }
-    let _ = value;
 }
 
 fn check_array(s: &Schema, items: &[Value], old: Option<&Value>, path: &mut Path, out: &mut Findings) {
@@ -606,61 +706,10 @@ fn check_array(s: &Schema, items: &[Value], old: Option<&Value>, path: &mut Path
             &format!("{name} in body shouldn't contain duplicates"),
         );
     }
-    match &s.list_type {
-        ListType::Atomic => {}
-        ListType::Set => {
-            let mut seen: Vec<&Value> = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                if seen.iter().any(|v| json_equal(v, item)) {
-                    path.push(Seg::Index(i));
-                    out.push(
-                        path.field(),
-                        "FieldValueDuplicate",
-                        format!("Duplicate value: {}", bad_value(item)),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                } else {
-                    seen.push(item);
-                }
-            }
-        }
-        ListType::Map(keys) => {
-            let mut seen: HashSet<String> = HashSet::new();
-            let item_schema = s.items.as_deref();
-            for (i, item) in items.iter().enumerate() {
-                let Value::Object(map) = item else {
-                    path.push(Seg::Index(i));
-                    out.push(
-                        path.field(),
-                        "FieldValueInvalid",
-                        format!(
-                            "Invalid value: {}: must be an object for an array of list-type map",
-                            bad_value(item)
-                        ),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                    continue;
-                };
-                let key = map_key(keys, map, item_schema);
-                let rendered = serde_json::to_string(&Value::Object(key.clone())).unwrap_or_default();
-                if !seen.insert(rendered.clone()) {
-                    path.push(Seg::Index(i));
-                    out.push(
-                        path.field(),
-                        "FieldValueDuplicate",
-                        format!("Duplicate value: {rendered}"),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                }
-            }
-        }
-    }
 }
 
-/// The key of a list-type map item (missing keys take their schema default).
+/// The key of a list-type map item (missing keys take their schema default), used to
+/// correlate old items.
 pub fn map_key(
     keys: &[String],
     item: &serde_json::Map<String, Value>,
@@ -718,6 +767,8 @@ pub fn correlate_list<'a>(s: &Schema, old: Option<&'a Value>) -> Option<OldList<
     old.and_then(Value::as_array).map(|items| OldList { items })
 }
 
+/// An object, as kube-openapi's `objectValidator`: too few or too many properties is the
+/// only error of the object; then its properties, then `required`.
 fn check_object(
     s: &Schema,
     map: &serde_json::Map<String, Value>,
@@ -727,6 +778,16 @@ fn check_object(
 ) {
     let name = path.name();
     let count = map.len() as u64;
+    if let Some(min) = s.min_properties
+        && count < min
+    {
+        out.invalid(
+            path,
+            &count.to_string(),
+            &format!("{name} in body should have at least {min} properties"),
+        );
+        return;
+    }
     if let Some(max) = s.max_properties
         && count > max
     {
@@ -737,64 +798,7 @@ fn check_object(
             format!("Too many: {count}: must have at most {max} {unit}"),
             Ratchet::Drop,
         );
-    }
-    if let Some(min) = s.min_properties
-        && count < min
-    {
-        out.invalid(
-            path,
-            &count.to_string(),
-            &format!("{name} in body should have at least {min} properties"),
-        );
-    }
-    for required in &s.required {
-        if !map.contains_key(required) {
-            path.push(Seg::Prop(required.clone()));
-            out.push(
-                path.field_or_name(),
-                "FieldValueRequired",
-                "Required value".into(),
-                Ratchet::Drop,
-            );
-            path.pop();
-        }
-    }
-    if s.embedded {
-        for key in ["apiVersion", "kind"] {
-            match map.get(key) {
-                None => {
-                    path.push(Seg::Prop(key.into()));
-                    out.push(
-                        path.field(),
-                        "FieldValueRequired",
-                        "Required value: must not be empty".into(),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                }
-                Some(Value::String(v)) if v.is_empty() => {
-                    path.push(Seg::Prop(key.into()));
-                    out.push(
-                        path.field(),
-                        "FieldValueInvalid",
-                        "Invalid value: \"\": must not be empty".into(),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                }
-                Some(Value::String(_)) => {}
-                Some(other) => {
-                    path.push(Seg::Prop(key.into()));
-                    out.push(
-                        path.field(),
-                        "FieldValueInvalid",
-                        format!("Invalid value: {}: must be a string", bad_value(other)),
-                        Ratchet::Drop,
-                    );
-                    path.pop();
-                }
-            }
-        }
+        return;
     }
     let old_map = old.and_then(Value::as_object);
     for (key, child) in map {
@@ -816,4 +820,270 @@ fn check_object(
             );
         }
     }
+    for required in &s.required {
+        if !map.contains_key(required) {
+            path.push(Seg::Prop(required.clone()));
+            out.push(
+                path.field_or_name(),
+                "FieldValueRequired",
+                "Required value".into(),
+                Ratchet::Drop,
+            );
+            path.pop();
+        }
+    }
+}
+
+/// `apiVersion` and `kind` of every `x-kubernetes-embedded-resource` object below `value`
+/// (pass 2 of the module doc), as apiextensions-apiserver's `schemaobjectmeta.Validate`:
+/// both required, strings, `apiVersion` a group/version, `kind` a DNS-1035 label in any
+/// case. Not ratcheted. Walks only the parts of the schema that have such objects.
+pub fn embedded(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
+    if !s.has_embedded {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if s.embedded {
+                embedded_resource(map, path, out);
+            }
+            for (key, child) in map {
+                if let Some(prop) = s.properties.get(key) {
+                    path.push(Seg::Prop(key.clone()));
+                    embedded(prop, child, path, out);
+                    path.pop();
+                } else if let Some(additional) = &s.additional {
+                    path.push(Seg::Key(key.clone()));
+                    embedded(additional, child, path, out);
+                    path.pop();
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = &s.items {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    embedded(item_schema, item, path, out);
+                    path.pop();
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn embedded_resource(map: &serde_json::Map<String, Value>, path: &mut Path, out: &mut Findings) {
+    for key in ["apiVersion", "kind"] {
+        if !map.contains_key(key) {
+            path.push(Seg::Prop(key.into()));
+            out.push(
+                path.field(),
+                "FieldValueRequired",
+                "Required value".into(),
+                Ratchet::Never,
+            );
+            path.pop();
+        }
+    }
+    for (key, value) in map {
+        if !matches!(key.as_str(), "apiVersion" | "kind") {
+            continue;
+        }
+        path.push(Seg::Prop(key.clone()));
+        match value {
+            Value::String(text) if text.is_empty() => {
+                out.push(
+                    path.field(),
+                    "FieldValueRequired",
+                    "Required value".into(),
+                    Ratchet::Never,
+                );
+            }
+            Value::String(text) if key == "apiVersion" => {
+                if text != "/" && text.matches('/').count() > 1 {
+                    out.push(
+                        path.field(),
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: unexpected GroupVersion string: {text}",
+                            go_quote(text)
+                        ),
+                        Ratchet::Never,
+                    );
+                }
+            }
+            Value::String(text) => {
+                let problems = dns1035_label(&text.to_lowercase());
+                if !problems.is_empty() {
+                    out.push(
+                        path.field(),
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: may have mixed case, but should otherwise match: {}",
+                            go_quote(text),
+                            problems.join(",")
+                        ),
+                        Ratchet::Never,
+                    );
+                }
+            }
+            other => out.push(
+                path.field(),
+                "FieldValueInvalid",
+                format!("Invalid value: {}: must be a string", bad_value(other)),
+                Ratchet::Never,
+            ),
+        }
+        path.pop();
+    }
+}
+
+/// apimachinery's `IsDNS1035Label`.
+fn dns1035_label(value: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if value.len() > 63 {
+        problems.push("must be no more than 63 characters".to_string());
+    }
+    let bytes = value.as_bytes();
+    let valid = bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    if !valid {
+        problems.push(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+                .to_string(),
+        );
+    }
+    problems
+}
+
+/// The uniqueness of `x-kubernetes-list-type` `set` and `map` lists below `value` (pass 3
+/// of the module doc), as apiextensions-apiserver's `ValidateListSetsAndMaps`: a repeated
+/// item (set) or key (map) is reported once, at its second appearance; a map list with an
+/// item that is neither an object nor `null` is reported at that item only. Walks only the
+/// parts of the schema that have such lists.
+pub fn list_types(s: &Schema, value: &Value, path: &mut Path, out: &mut Findings) {
+    if !s.has_list_types {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                if let Some(additional) = &s.additional {
+                    path.push(Seg::Key(key.clone()));
+                    list_types(additional, child, path, out);
+                    path.pop();
+                } else if let Some(prop) = s.properties.get(key) {
+                    path.push(Seg::Prop(key.clone()));
+                    list_types(prop, child, path, out);
+                    path.pop();
+                }
+            }
+        }
+        Value::Array(items) => {
+            match &s.list_type {
+                ListType::Atomic => {}
+                ListType::Set => {
+                    for i in repeated(items.iter()) {
+                        path.push(Seg::Index(i));
+                        out.push(
+                            path.field(),
+                            "FieldValueDuplicate",
+                            format!("Duplicate value: {}", bad_value(&items[i])),
+                            Ratchet::Never,
+                        );
+                        path.pop();
+                    }
+                }
+                ListType::Map(keys) => list_map(keys, items, path, out),
+            }
+            if let Some(item_schema) = &s.items {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    list_types(item_schema, item, path, out);
+                    path.pop();
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn list_map(keys: &[String], items: &[Value], path: &mut Path, out: &mut Findings) {
+    if let Some(i) = items.iter().position(|x| !x.is_null() && !x.is_object()) {
+        path.push(Seg::Index(i));
+        out.push(
+            path.field(),
+            "FieldValueInvalid",
+            format!(
+                "Invalid value: {}: must be an object for an array of list-type map",
+                bad_value(&items[i])
+            ),
+            Ratchet::Never,
+        );
+        path.pop();
+        return;
+    }
+    // A key is the item's map-key fields that are present (an unspecified key is `{}`).
+    let key_of = |item: &Value| -> Value {
+        let mut key = serde_json::Map::new();
+        if let Some(map) = item.as_object() {
+            for k in keys {
+                if let Some(v) = map.get(k) {
+                    key.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        Value::Object(key)
+    };
+    let item_keys: Vec<Value> = items.iter().map(key_of).collect();
+    for i in repeated(item_keys.iter()) {
+        path.push(Seg::Index(i));
+        out.push(
+            path.field(),
+            "FieldValueDuplicate",
+            format!("Duplicate value: {}", bad_value(&item_keys[i])),
+            Ratchet::Never,
+        );
+        path.pop();
+    }
+}
+
+/// The index of the second appearance of every value that appears more than once (Go's
+/// `validateListSet`: values are equal when they are the same JSON, `1` is not `1.0`).
+fn repeated<'a>(values: impl ExactSizeIterator<Item = &'a Value>) -> Vec<usize> {
+    let mut out = Vec::new();
+    if values.len() <= 1 {
+        return out;
+    }
+    if values.len() <= 16 {
+        let mut seen: Vec<(&Value, u32)> = Vec::with_capacity(values.len());
+        for (i, value) in values.enumerate() {
+            match seen.iter_mut().find(|(v, _)| *v == value) {
+                Some((_, times)) => {
+                    if *times == 1 {
+                        out.push(i);
+                    }
+                    *times += 1;
+                }
+                None => seen.push((value, 1)),
+            }
+        }
+    } else {
+        let mut seen: HashMap<String, u32> = HashMap::with_capacity(values.len());
+        for (i, value) in values.enumerate() {
+            let times = seen
+                .entry(serde_json::to_string(value).unwrap_or_default())
+                .or_insert(0);
+            if *times == 1 {
+                out.push(i);
+            }
+            *times += 1;
+        }
+    }
+    out
 }
