@@ -12,7 +12,6 @@ use kube::api::{Api, ApiResource};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use sync_core::api::{AuthoritativeApi, ContractVersionedObjectReference, capi, mapi};
 use tokio::sync::mpsc;
@@ -123,7 +122,6 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     hooks: H,
     shutdown: impl Future<Output = ()>,
 ) {
-    let config = watcher::Config::default();
     let (triggers, queue) = mpsc::unbounded_channel();
     let index = Arc::new(Mutex::new(Index::default()));
     let mut watches = JoinSet::new();
@@ -133,7 +131,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     let mapi = writer.as_reader();
     let api = Api::<mapi::Machine>::namespaced(client.clone(), &namespaces.mapi);
     watches.spawn(super::reflect(
-        watcher(api, config.clone()).default_backoff(),
+        super::watch(api),
         writer,
         triggers.clone(),
         |machine: &mapi::Machine, _, names: &mut Vec<String>| names.push(machine.name_any()),
@@ -145,7 +143,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     let api = Api::<capi::Machine>::namespaced(client.clone(), &namespaces.capi);
     let capi_index = index.clone();
     watches.spawn(super::reflect(
-        watcher(api, config.clone()).default_backoff(),
+        super::watch(api),
         writer,
         triggers.clone(),
         move |machine: &capi::Machine, gone, names: &mut Vec<String>| {
@@ -161,7 +159,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     let api = Api::<mapi::MachineSet>::namespaced(client.clone(), &namespaces.mapi);
     let set_index = index.clone();
     watches.spawn(super::reflect(
-        watcher(api, config.clone()).default_backoff(),
+        super::watch(api),
         writer,
         triggers.clone(),
         move |set: &mapi::MachineSet, _, names: &mut Vec<String>| {
@@ -181,7 +179,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
         let api = Api::<InfraMeta>::namespaced_with(client.clone(), &namespaces.capi, &resource);
         let infra_index = index.clone();
         watches.spawn(super::reflect(
-            watcher(api, config.clone()).default_backoff(),
+            super::watch(api),
             writer,
             triggers.clone(),
             move |object: &InfraMeta, _, names: &mut Vec<String>| {

@@ -13,7 +13,6 @@ use kube::api::{Api, ApiResource};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use sync_core::api::{AuthoritativeApi, ContractVersionedObjectReference, MACHINESET_LABEL, capi, mapi};
 use tokio::sync::mpsc;
@@ -91,7 +90,6 @@ pub async fn run<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
     hooks: H,
     shutdown: impl Future<Output = ()>,
 ) {
-    let config = watcher::Config::default();
     let (triggers, queue) = mpsc::unbounded_channel();
     let index = Arc::new(Mutex::new(Index::default()));
     let mut watches = JoinSet::new();
@@ -100,7 +98,7 @@ pub async fn run<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
     let mapi = writer.as_reader();
     let api = Api::<mapi::MachineSet>::namespaced(client.clone(), &namespaces.mapi);
     watches.spawn(super::reflect(
-        watcher(api, config.clone()).default_backoff(),
+        super::watch(api),
         writer,
         triggers.clone(),
         |set: &mapi::MachineSet, _, names: &mut Vec<String>| names.push(set.name_any()),
@@ -111,7 +109,7 @@ pub async fn run<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
     let api = Api::<capi::MachineSet>::namespaced(client.clone(), &namespaces.capi);
     let capi_index = index.clone();
     watches.spawn(super::reflect(
-        watcher(api, config.clone()).default_backoff(),
+        super::watch(api),
         writer,
         triggers.clone(),
         move |set: &capi::MachineSet, gone, names: &mut Vec<String>| {
@@ -132,7 +130,7 @@ pub async fn run<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
         let api = Api::<InfraMeta>::namespaced_with(client.clone(), &namespaces.capi, &resource);
         let infra_index = index.clone();
         watches.spawn(super::reflect(
-            watcher(api, config.clone()).default_backoff(),
+            super::watch(api),
             writer,
             triggers.clone(),
             move |object: &InfraMeta, _, names: &mut Vec<String>| {

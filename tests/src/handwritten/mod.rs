@@ -10,7 +10,8 @@
 //!   which are **static**: `DevMachine` and `AWSMachine` (`DevMachineTemplate`,
 //!   `AWSMachineTemplate` for MachineSets) at `infrastructure.cluster.x-k8s.io/v1beta2`.
 //!   A person writing one operator for known providers lists them; the dynamic discovery
-//!   of sync-core's `InfraTracker` is not reproduced.
+//!   of sync-core's `InfraTracker` is not reproduced. Managed fields are dropped before
+//!   objects are cached, as kube.rs's optimization guide recommends.
 //! * **Queue**: kube-runtime's `Controller` (and `applier`) skip a request whose main object
 //!   is missing from its store, and a CAPI-only Machine must still be reconciled. Two
 //!   `Controller`s (one per side) would need each other's caches, and with the stable
@@ -39,10 +40,11 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube::Resource;
-use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
+use kube::api::{Api, ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 /// Cached metadata of an infrastructure object.
@@ -111,6 +113,18 @@ pub(crate) fn infra_resource((kind, plural): (&str, &str)) -> ApiResource {
         kind: kind.into(),
         plural: plural.into(),
     }
+}
+
+/// A watch of every object of `api`, restarted with backoff, without managed fields: the
+/// controllers never read them, and they are the bulk of a cached object (kube.rs's
+/// optimization guide, "pruning fields"; controller-runtime's `TransformStripManagedFields`).
+pub(crate) fn watch<K>(api: Api<K>) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(|object| object.meta_mut().managed_fields = None)
 }
 
 /// Drives a watch into `writer` and sends the names each change concerns to `triggers`,
