@@ -8,7 +8,8 @@
 //! * default: 10 000 Machine pairs (+ 10 000 infrastructure machines, 100 MachineSet pairs);
 //!   `--quick`: 1 000 pairs and fewer samples (under a minute on two cores);
 //! * `--pairs N`: another fleet size;
-//! * `--out FILE`: where the JSON result goes (default `target/bench/sync.json`);
+//! * `--out FILE`: where the JSON result goes (default `target/bench/sync.json`; a
+//!   Markdown table is written next to it, `FILE` with the extension `.md`);
 //! * `--no-envtest`: skip envtest's own figures;
 //! * `--serve`: only fill an envtest with the fleet, print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
@@ -51,7 +52,7 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
                 let n = args.next().ok_or("--pairs needs a number")?;
                 parsed.pairs = Some(n.parse().map_err(|_| format!("--pairs {n}: not a number"))?);
             }
-            "--out" => parsed.out = PathBuf::from(args.next().ok_or("--out needs a file")?),
+            "--out" => parsed.out = from_shell(args.next().ok_or("--out needs a file")?),
             "--no-envtest" => parsed.envtest = false,
             "--serve" => parsed.serve = true,
             "-h" | "--help" => {
@@ -145,6 +146,16 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
         markdown.display()
     );
     Ok(())
+}
+
+/// A path given on the command line: relative to the shell's directory (`$PWD`), not to
+/// the package directory `cargo bench` runs the binary in.
+fn from_shell(path: &str) -> PathBuf {
+    let path = PathBuf::from(path);
+    match std::env::var_os("PWD") {
+        Some(cwd) if path.is_relative() => PathBuf::from(cwd).join(path),
+        _ => path,
+    }
 }
 
 /// `--serve`: an envtest filled with the fleet, until stdin closes.
