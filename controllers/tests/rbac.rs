@@ -50,6 +50,14 @@ fn rbac() -> Vec<Value> {
         .collect()
 }
 
+/// Grants the operator's stub hooks never use, shown needed by the end-to-end suite
+/// instead: `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/
+/// sync.rs `s17_reading_a_whole_infrastructure_object_needs_get`).
+fn proven_elsewhere(docs: &[Value], (d, r, verb): &Grant) -> bool {
+    let rule = &docs[*d]["rules"][*r];
+    verb == "get" && rule["apiGroups"][0] == "infrastructure.cluster.x-k8s.io"
+}
+
 /// One verb of one rule: (document, rule, verb).
 type Grant = (usize, usize, String);
 
@@ -349,6 +357,9 @@ async fn every_verb_of_every_rule_is_needed() {
     assert!(grants.len() >= 10, "{grants:?}");
     let mut unneeded = Vec::new();
     for grant in &grants {
+        if proven_elsewhere(&docs, grant) {
+            continue;
+        }
         let run = scenario(&without(&docs, grant), true).await;
         let verb = &grant.2;
         let refused = run

@@ -48,12 +48,20 @@ pub fn use_existing_cluster() -> bool {
     std::env::var("USE_EXISTING_CLUSTER").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// The namespace of the operator's ServiceAccount in `deploy/`.
+pub const OPERATOR_NAMESPACE: &str = "openshift-machine-sync";
+/// The operator's ServiceAccount in `deploy/`.
+pub const OPERATOR_SERVICE_ACCOUNT: &str = "machine-sync-controllers";
+
 /// A cluster for one test, with its own MAPI and CAPI namespaces.
 pub struct Cluster {
     /// The in-process server (`None` against an existing cluster).
     pub env: Option<TestEnv>,
-    /// An admin client.
+    /// An admin client, for the test's own reads and writes.
     pub client: Client,
+    /// The client the controllers run with: on envtest, the operator's ServiceAccount
+    /// under exactly `deploy/`'s RBAC (enforced); on an existing cluster, the admin.
+    pub controller_client: Client,
     /// This test's namespaces.
     pub namespaces: Namespaces,
 }
@@ -62,6 +70,12 @@ impl Cluster {
     /// Starts envtest with the project's CRDs (or connects to the existing cluster and
     /// installs them), and creates this test's namespaces.
     pub async fn start() -> TestResult<Self> {
+        Self::start_with_rbac(|_| {}).await
+    }
+
+    /// [`Cluster::start`], with `edit` applied to `deploy/`'s RBAC objects first (to show a
+    /// permission is needed).
+    pub async fn start_with_rbac(edit: impl FnOnce(&mut Vec<serde_json::Value>)) -> TestResult<Self> {
         let suffix = random_suffix();
         let namespaces = Namespaces {
             mapi: format!("mapi-{suffix}"),
@@ -74,17 +88,32 @@ impl Cluster {
             }
             (None, client)
         } else {
-            let env = TestEnv::builder().crd_dir(crd_dir()).start().await?;
+            let env = TestEnv::builder()
+                .crd_dir(crd_dir())
+                .service_account(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT)
+                .start()
+                .await?;
             let client = env.client();
             (Some(env), client)
         };
-        let cluster = Self {
+        let mut cluster = Self {
             env,
+            controller_client: client.clone(),
             client,
             namespaces,
         };
         for namespace in [&cluster.namespaces.mapi, &cluster.namespaces.capi] {
             cluster.create_namespace(namespace).await?;
+        }
+        if let Some(env) = &cluster.env {
+            cluster.create_namespace(OPERATOR_NAMESPACE).await?;
+            let mut rbac = operator_rbac(&cluster.namespaces)?;
+            edit(&mut rbac);
+            for object in rbac {
+                apply_object(&cluster.client, object).await?;
+            }
+            let user = sync_core::envtest::service_account_user(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
+            cluster.controller_client = env.client_as(&user).await?;
         }
         Ok(cluster)
     }
@@ -410,6 +439,54 @@ pub fn infra_crd(kind: &str, versions: &[&str], contract: Option<&str>) -> Custo
     }
 }
 
+/// The RBAC objects of `deploy/` as `kubectl kustomize` renders them, with the MAPI and
+/// CAPI namespaces replaced by this test's.
+pub fn operator_rbac(namespaces: &Namespaces) -> TestResult<Vec<serde_json::Value>> {
+    let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let output = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&deploy)
+        .output()?;
+    if !output.status.success() {
+        return Err(format!(
+            "kubectl kustomize deploy/: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    let text = String::from_utf8_lossy(&output.stdout)
+        .replace(
+            "namespace: openshift-machine-api",
+            &format!("namespace: {}", namespaces.mapi),
+        )
+        .replace(
+            "namespace: openshift-cluster-api",
+            &format!("namespace: {}", namespaces.capi),
+        );
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)?;
+    Ok(docs
+        .into_iter()
+        .filter(|d| {
+            d["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("rbac.authorization.k8s.io/"))
+        })
+        .collect())
+}
+
+async fn apply_object(client: &Client, object: serde_json::Value) -> TestResult {
+    let object: DynamicObject = serde_json::from_value(object)?;
+    let types = object.types.clone().ok_or("object without apiVersion/kind")?;
+    let gvk = kube::core::GroupVersionKind::try_from(&types)?;
+    let resource = ApiResource::from_gvk(&gvk);
+    let api: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    api.create(&PostParams::default(), &object).await?;
+    Ok(())
+}
+
 async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) -> TestResult {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     match crds.create(&PostParams::default(), crd).await {
@@ -457,6 +534,7 @@ pub struct Controllers {
     pub tracker: InfraTracker,
     stop: Option<oneshot::Sender<()>>,
     tasks: Vec<JoinHandle<()>>,
+    server: Option<Arc<sync_core::envtest::handler::Shared>>,
 }
 
 impl Controllers {
@@ -470,7 +548,7 @@ impl Controllers {
         infra.grace = Duration::from_millis(300);
         infra.retry.base = Duration::from_millis(50);
         infra.retry.max = Duration::from_secs(1);
-        let tracker = InfraTracker::new(cluster.client.clone(), infra);
+        let tracker = InfraTracker::new(cluster.controller_client.clone(), infra);
         let observer = RecordingObserver::new();
         let (stop, stopped) = oneshot::channel::<()>();
         let stopped = futures::FutureExt::shared(async move {
@@ -478,11 +556,12 @@ impl Controllers {
         });
 
         let machines = RecordingHooks::<MachineSync>::new();
-        let machine_controller = SyncController::<MachineSync>::new(cluster.client.clone(), config.clone())
-            .with_infra(tracker.clone())
-            .with_observer(Arc::new(observer.clone()));
+        let machine_controller =
+            SyncController::<MachineSync>::new(cluster.controller_client.clone(), config.clone())
+                .with_infra(tracker.clone())
+                .with_observer(Arc::new(observer.clone()));
         let machine_sets = RecordingHooks::<MachineSetSync>::new();
-        let set_controller = SyncController::<MachineSetSync>::new(cluster.client.clone(), config)
+        let set_controller = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config)
             .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()));
         let mut ready = [machine_controller.readiness(), set_controller.readiness()];
@@ -493,6 +572,7 @@ impl Controllers {
         for readiness in &mut ready {
             tokio::time::timeout(WAIT, readiness.wait()).await?;
         }
+        let server = cluster.env.as_ref().map(TestEnv::shared);
         Ok(Self {
             machines,
             machine_sets,
@@ -500,6 +580,7 @@ impl Controllers {
             tracker,
             stop: Some(stop),
             tasks,
+            server,
         })
     }
 
@@ -510,6 +591,12 @@ impl Controllers {
         }
         for task in self.tasks.drain(..) {
             tokio::time::timeout(WAIT, task).await??;
+        }
+        // The controllers ran as the operator's ServiceAccount: any Forbidden means
+        // deploy/'s RBAC lacks a permission they use.
+        let denials = self.server.as_ref().map(|s| s.denials.all()).unwrap_or_default();
+        if !denials.is_empty() {
+            return Err(format!("the controllers met Forbidden: {denials:#?}").into());
         }
         Ok(())
     }

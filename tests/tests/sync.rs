@@ -780,3 +780,50 @@ async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() 
     assert_eq!(call.hook, Hook::MapiToCapi);
     controllers.stop().await
 }
+
+#[tokio::test]
+async fn s17_reading_a_whole_infrastructure_object_needs_get() -> TestResult {
+    if e2e::use_existing_cluster() {
+        return Ok(()); // RBAC is applied only on envtest
+    }
+    // deploy/'s RBAC without `get` on infrastructure kinds.
+    let cluster = e2e::Cluster::start_with_rbac(|rbac| {
+        for rule in rbac
+            .iter_mut()
+            .flat_map(|doc| doc["rules"].as_array_mut().into_iter().flatten())
+        {
+            if rule["apiGroups"][0] == INFRA_GROUP
+                && let Some(verbs) = rule["verbs"].as_array_mut()
+            {
+                verbs.retain(|v| v != "get");
+            }
+        }
+    })
+    .await?;
+    cluster
+        .install_crd(&infra_crd(DEV, &["v1beta1", "v1beta2"], Some("v1beta1_v1beta2")))
+        .await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_infra(DEV, "v1beta2", "infra", &[]).await?;
+    cluster.create_mapi_machine("worker", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("worker", (DEV, "infra"), None)
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "worker" && c.objects.infra.is_some())
+        .await?;
+    // Watching works (list/watch), reading the whole object is refused.
+    let fetched = controllers
+        .tracker
+        .fetch(call.objects.infra_ref().ok_or("no ref")?)
+        .await;
+    let message = format!("{:?}", fetched.err());
+    assert!(
+        message.contains("cannot get resource \\\"devmachines\\\""),
+        "{message}"
+    );
+    // stop() fails on the Forbidden it met: that is the point here.
+    assert!(controllers.stop().await.is_err());
+    Ok(())
+}
