@@ -14,6 +14,10 @@
 //! 5. every figure for both implementations, with the macro/hand-written ratio.
 //! 6. **envtest**'s own figures (`sync_core::envtest::bench`).
 //!
+//! And a correctness check at scale, **watch restart** ([`scenarios::restart`]): updates
+//! made while the watches are down must reach a hook after the relist (DESIGN.md §3's "no
+//! event is lost").
+//!
 //! The implementations run in-process on a tokio runtime of their own, apart from the
 //! envtest's, so their CPU time is measured too. Nothing here asserts on time: the suite
 //! reports.
@@ -34,7 +38,7 @@ use sync_core::envtest::bench::{Report, Sizes, Stats};
 
 use fill::Fleet;
 use report::Figure;
-use scenarios::{Session, Throughput, Watched};
+use scenarios::{Restart, Session, Throughput, Watched};
 use sut::Implementation;
 
 /// Errors of the suite.
@@ -74,6 +78,8 @@ pub struct Settings {
     pub throughput_updates: usize,
     /// Writes in flight in the throughput stream.
     pub throughput_in_flight: usize,
+    /// MAPI Machines updated while the watches are down in the restart scenario.
+    pub restart_updates: usize,
     /// Pairs of issue 4's InfraMachine figure.
     pub issue4_pairs: usize,
     /// envtest's own benchmark (`None`: skipped).
@@ -95,6 +101,7 @@ impl Settings {
             warmup: 3,
             throughput_updates: machines,
             throughput_in_flight: 16,
+            restart_updates: (machines / 5).clamp(1, 2_000),
             issue4_pairs: 1_000,
             envtest: Some(Sizes::full()),
         }
@@ -456,6 +463,50 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
             Some(ms(h.cpu)),
         ));
     }
+    progress("4b. watch restart (updates made while the watches are down)");
+    let (env, filled) = fill::start(fleet).await?;
+    progress(&format!("filled in {:.1} s", filled.as_secs_f64()));
+    let mut restarts: Vec<Restart> = Vec::new();
+    for (number, implementation) in Implementation::BOTH.into_iter().enumerate() {
+        let result = scenarios::restart(
+            &env,
+            fleet,
+            implementation,
+            200 + number,
+            settings.restart_updates,
+        )
+        .await?;
+        progress(&format!(
+            "  {:<12} {} of {} updates never reached a hook ({} of them reconciled with an older object); {}",
+            implementation.as_str(),
+            result.lost,
+            result.updates,
+            result.reconciled_stale,
+            result
+                .recovered_after
+                .map_or("not recovered".to_owned(), |d| format!(
+                    "all seen {:.2} s after the watches returned",
+                    d.as_secs_f64()
+                ))
+        ));
+        restarts.push(result);
+    }
+    env.stop().await;
+    if let [m, h] = restarts.as_slice() {
+        figures.push(
+            Figure::lower(
+                format!(
+                    "watch restart: of {} updates made while the watches were down, never seen by a hook",
+                    m.updates
+                ),
+                "count",
+                m.lost as f64,
+                Some(h.lost as f64),
+            )
+            .target(0.0),
+        );
+    }
+
     let missed =
         |s: &Sessions, t: &[Throughput]| (s.missed() + t.iter().map(|t| t.missed).sum::<usize>()) as f64;
     figures.push(
@@ -482,6 +533,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         "issue4": issue4.as_ref().map(|[m, h]| json!({"macro": m.summary(), "hand-written": h.summary()})),
         "throughput": {"macro": mt, "hand-written": ht},
         "memory": memory,
+        "restart": {"macro": restarts.first(), "hand-written": restarts.get(1)},
     });
     Ok(Outcome {
         figures,

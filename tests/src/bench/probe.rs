@@ -162,6 +162,11 @@ impl Probe {
         }
     }
 
+    /// Whether any logged hook call was for `name`.
+    pub fn seen_any(&self, name: &str) -> bool {
+        lock(&self.inner.log).get(name).is_some_and(|v| !v.is_empty())
+    }
+
     /// When a hook call for `name` first saw `version` on `side`, if one did.
     pub fn seen(&self, name: &str, side: Side, version: &str) -> Option<Instant> {
         lock(&self.inner.log)

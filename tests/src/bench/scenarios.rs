@@ -1,6 +1,7 @@
 //! The in-process scenarios: cold start and event-to-hook latency (sessions that start an
 //! implementation, wait until every pair was reconciled once, then time updates one at a
-//! time), and throughput (a stream of updates to distinct objects).
+//! time), throughput (a stream of updates to distinct objects), and a watch restart at
+//! scale (updates made while the watches are down must reach a hook after the relist).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -350,6 +351,96 @@ pub async fn throughput(
         })
     }
     .await;
+    let stopped = running.stop().await;
+    let result = measured?;
+    stopped?;
+    Ok(result)
+}
+
+/// What the watch-restart scenario found for one implementation.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Restart {
+    /// MAPI Machines updated while the watches were down.
+    pub updates: usize,
+    /// Updates no hook call saw after the relist.
+    pub lost: usize,
+    /// Of those, the names that were reconciled after the restart, with an older object.
+    pub reconciled_stale: usize,
+    /// Time from the watches' return to the last update seen (all seen).
+    pub recovered_after: Option<Duration>,
+}
+
+/// Starts `implementation`, waits for its cold start, then makes the Machine watches fail
+/// (every re-watch answered 503), updates `updates` distinct MAPI Machines, and lets the
+/// watches back with the history expired (410 on re-watch, so a relist) and a 10 ms delay
+/// on every request (a remote API server's list pages); then waits for a hook call that
+/// saw each update. DESIGN.md §3: "Watch restarts and 410 Expired are handled by
+/// relisting; no event is lost."
+pub async fn restart(
+    env: &TestEnv,
+    fleet: Fleet,
+    implementation: Implementation,
+    number: usize,
+    updates: usize,
+) -> Result<Restart, BenchError> {
+    let probes = Probes::default();
+    probes.machines.expect_distinct(fleet.machines);
+    probes.machine_sets.expect_distinct(fleet.machine_sets);
+    let running = Running::start(
+        implementation,
+        &env.kubeconfig(),
+        fill::namespaces(),
+        probes.clone(),
+        number,
+    )?;
+    let measured = async {
+        probes.machines.wait_distinct(COLD_START_TIMEOUT).await?;
+        probes.machine_sets.wait_distinct(COLD_START_TIMEOUT).await?;
+        probes.machines.set_recording(true);
+        let faults = env.faults();
+        faults.fail(Some("watch"), Some("machines"), 503, None);
+        faults.drop_watches();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let writer = Writer::new(env.client());
+        let stride = (fleet.machines / updates.max(1)).max(1);
+        let written: Vec<Update> = futures::stream::iter(0..updates.min(fleet.machines))
+            .map(|i| {
+                let writer = writer.clone();
+                async move { writer.update(Watched::MapiMachine, i * stride).await }
+            })
+            .buffer_unordered(16)
+            .try_collect()
+            .await?;
+        faults.clear();
+        faults.set_latency(Duration::from_millis(10));
+        faults.expire_watches();
+        let back = Instant::now();
+        let deadline = Duration::from_secs(10);
+        let mut result = Restart {
+            updates: written.len(),
+            ..Restart::default()
+        };
+        let mut last = back;
+        for update in &written {
+            let left = deadline.saturating_sub(back.elapsed());
+            match update.wait(&probes, left).await {
+                Ok(at) => last = last.max(at),
+                Err(_) => {
+                    result.lost += 1;
+                    if probes.machines.seen_any(&update.name) {
+                        result.reconciled_stale += 1;
+                    }
+                }
+            }
+        }
+        faults.clear();
+        if result.lost == 0 {
+            result.recovered_after = Some(last.saturating_duration_since(back));
+        }
+        Ok::<_, BenchError>(result)
+    }
+    .await;
+    env.faults().clear();
     let stopped = running.stop().await;
     let result = measured?;
     stopped?;
