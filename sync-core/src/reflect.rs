@@ -1,7 +1,8 @@
 //! Feeds a watcher into a reflector store and reports which objects each event touched.
 //!
 //! Unlike `touched_objects()`:
-//! * a relist also reports the objects it found gone: after a dropped watch or a 410
+//! * a relist reports its objects only once the store holds the relisted state, and also
+//!   the objects it found gone: after a dropped watch or a 410
 //!   Expired the watcher lists again, and an object deleted during the gap disappears from
 //!   the store without a Delete event. Reporting it keeps "no reconcile is missed" true
 //!   across watch restarts;
@@ -46,6 +47,12 @@ impl<K: Resource> Touched<'_, K> {
     }
 }
 
+/// An object a relist delivered, reported once the relist is complete.
+enum Relisted<K: Resource> {
+    Valid(ObjectRef<K>),
+    Malformed(Box<Malformed>),
+}
+
 /// Wraps events of objects that always decode (metadata-only watches) as [`Lenient`].
 pub fn always_valid<K>(event: watcher::Event<K>) -> watcher::Event<Lenient<K>> {
     match event {
@@ -80,6 +87,7 @@ pub async fn reflect<K>(
         }
     };
     let mut before_relist: HashMap<ObjectRef<K>, Arc<K>> = HashMap::new();
+    let mut relisted: Vec<Relisted<K>> = Vec::new();
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -98,18 +106,33 @@ pub async fn reflect<K>(
                     .collect();
                 writer.apply_watcher_event(&watcher::Event::Init);
             }
+            // The writer keeps a relist's objects aside and swaps them in at InitDone:
+            // until then the store still shows the state before the relist, so the relisted
+            // objects are reported only once it holds them (a reconcile triggered earlier
+            // would read the old state, and the change would never be seen).
             watcher::Event::InitApply(Lenient::Valid(object)) => {
-                before_relist.remove(&reference(object.meta()));
-                writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
-                on_touch(Touched::Present(&object));
+                let key = reference(object.meta());
+                before_relist.remove(&key);
+                writer.apply_watcher_event(&watcher::Event::InitApply(object));
+                relisted.push(Relisted::Valid(key));
             }
             watcher::Event::InitApply(Lenient::Malformed(malformed)) => {
                 // Left out of the relisted store; reported instead of gone.
                 before_relist.remove(&reference(&malformed.metadata));
-                on_touch(Touched::Malformed(&malformed));
+                relisted.push(Relisted::Malformed(malformed));
             }
             watcher::Event::InitDone => {
                 writer.apply_watcher_event(&watcher::Event::InitDone);
+                for entry in std::mem::take(&mut relisted) {
+                    match entry {
+                        Relisted::Valid(key) => {
+                            if let Some(object) = reader.get(&key) {
+                                on_touch(Touched::Present(&object));
+                            }
+                        }
+                        Relisted::Malformed(malformed) => on_touch(Touched::Malformed(&malformed)),
+                    }
+                }
                 for gone in std::mem::take(&mut before_relist).into_values() {
                     on_touch(Touched::Gone(&gone));
                 }
@@ -159,5 +182,71 @@ where
 {
     if let Some(stale) = reader.get(reference) {
         writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn configmap(name: &str, version: &str) -> Lenient<ConfigMap> {
+        Lenient::Valid(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        })
+    }
+
+    /// What the store held for each touched object at the moment it was reported.
+    async fn touches(events: Vec<watcher::Event<Lenient<ConfigMap>>>) -> Vec<(String, Option<String>)> {
+        let writer = Writer::<ConfigMap>::default();
+        let reader = writer.as_reader();
+        let mut seen = Vec::new();
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        reflect("test", (), stream, writer, |touched| {
+            let name = touched.name().to_owned();
+            let stored = reader
+                .get(&ObjectRef::new(&name).within("ns"))
+                .and_then(|o| o.metadata.resource_version.clone());
+            seen.push((name, stored));
+        })
+        .await;
+        seen
+    }
+
+    #[tokio::test]
+    async fn a_relist_is_reported_once_the_store_holds_it() {
+        use watcher::Event::{Apply, Init, InitApply, InitDone};
+        let seen = touches(vec![
+            Init,
+            InitApply(configmap("a", "1")),
+            InitApply(configmap("b", "1")),
+            InitDone,
+            // The watch restarts: "a" changed and "b" was deleted meanwhile.
+            Init,
+            InitApply(configmap("a", "5")),
+            InitDone,
+            Apply(configmap("a", "6")),
+        ])
+        .await;
+        assert_eq!(
+            seen,
+            [
+                ("a".to_owned(), Some("1".to_owned())),
+                ("b".to_owned(), Some("1".to_owned())),
+                // Reported after the swap: the store already shows version 5, not 1.
+                ("a".to_owned(), Some("5".to_owned())),
+                // Gone meanwhile: reported, and no longer stored.
+                ("b".to_owned(), None),
+                ("a".to_owned(), Some("6".to_owned())),
+            ]
+        );
     }
 }
