@@ -50,6 +50,11 @@ struct MetadataOnly {
 impl<'de, K: DeserializeOwned> Deserialize<'de> for Lenient<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
+        // The common case decodes once, plainly; only a failure is decoded again to name
+        // the field at fault.
+        if let Ok(object) = serde_json::from_str::<K>(raw.get()) {
+            return Ok(Self::Valid(object));
+        }
         let mut decoder = serde_json::Deserializer::from_str(raw.get());
         match serde_path_to_error::deserialize::<_, K>(&mut decoder) {
             Ok(object) => Ok(Self::Valid(object)),

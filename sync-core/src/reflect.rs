@@ -138,8 +138,12 @@ pub async fn reflect<K>(
                 }
             }
             watcher::Event::Apply(Lenient::Valid(object)) => {
-                writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
-                on_touch(Touched::Present(&object));
+                // Reported from the store's copy: no second deep clone per event.
+                let key = reference(object.meta());
+                writer.apply_watcher_event(&watcher::Event::Apply(object));
+                if let Some(stored) = reader.get(&key) {
+                    on_touch(Touched::Present(&stored));
+                }
             }
             watcher::Event::Delete(Lenient::Valid(object)) => {
                 writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
