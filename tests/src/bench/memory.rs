@@ -134,8 +134,9 @@ pub async fn child(args: &[String]) -> Result<(), BenchError> {
             let _ = stopped.await;
         },
     ));
-    probes.machines.wait_distinct(TIMEOUT).await?;
-    probes.machine_sets.wait_distinct(TIMEOUT).await?;
+    // Every pair reconciled with its infrastructure object: every cache is full.
+    probes.machines.wait_distinct_with_infra(TIMEOUT).await?;
+    probes.machine_sets.wait_distinct_with_infra(TIMEOUT).await?;
     println!("{RECONCILED} {}", started.elapsed().as_millis());
     let mut rest = Vec::new();
     let _ = tokio::io::stdin().read_to_end(&mut rest).await;

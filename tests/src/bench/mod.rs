@@ -168,6 +168,10 @@ impl Sessions {
             "cold_start_ms": list(|s| s.cold_start),
             "cold_start_cpu_ms": list(|s| s.cold_start_cpu),
             "cold_start_machine_sets_ms": list(|s| s.cold_start_machine_sets),
+            "complete_ms": list(|s| s.complete),
+            "quiet_ms": list(|s| s.quiet),
+            "quiet_cpu_ms": list(|s| s.quiet_cpu),
+            "quiet_hook_calls": self.sessions.iter().map(|s| s.quiet_hook_calls).collect::<Vec<_>>(),
             "latency": kinds.into_iter().map(|k| self.latencies(k)).collect::<Vec<_>>(),
             "missed": self.missed(),
         })
@@ -205,10 +209,15 @@ async fn sessions(
             let session =
                 scenarios::session(&env, fleet, implementation, number, kinds, per_round, warmup).await?;
             progress(&format!(
-                "  {:<12} cold start {:>7.0} ms (CPU {:>6.0} ms), {} timed updates",
+                "  {:<12} cold start {:>5.0} ms (CPU {:>4.0} ms), with infrastructure {:>5.0} ms, quiet {:>5.0} ms \
+                 (CPU {:>4.0} ms, {} hook calls); {} timed updates",
                 implementation.as_str(),
                 ms(session.cold_start),
                 ms(session.cold_start_cpu),
+                ms(session.complete),
+                ms(session.quiet),
+                ms(session.quiet_cpu),
+                session.quiet_hook_calls,
                 per_round * kinds.len()
             ));
             results[index(implementation)].sessions.push(session);
@@ -266,6 +275,37 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         "ms",
         cpu(&macro_sessions),
         Some(cpu(&hand_sessions)),
+    ));
+    let complete = |s: &Sessions| s.cold_starts(|s| s.complete).median_ms;
+    figures.push(Figure::lower(
+        "cold start: every Machine pair reconciled with its infrastructure object",
+        "ms",
+        complete(&macro_sessions),
+        Some(complete(&hand_sessions)),
+    ));
+    let quiet = |s: &Sessions| s.cold_starts(|s| s.quiet).median_ms;
+    figures.push(Figure::lower(
+        "cold start: last Machine hook call before 300 ms of quiet",
+        "ms",
+        quiet(&macro_sessions),
+        Some(quiet(&hand_sessions)),
+    ));
+    let quiet_cpu = |s: &Sessions| s.cold_starts(|s| s.quiet_cpu).median_ms;
+    figures.push(Figure::lower(
+        "cold start: controllers' CPU time until quiet",
+        "ms",
+        quiet_cpu(&macro_sessions),
+        Some(quiet_cpu(&hand_sessions)),
+    ));
+    let calls = |s: &Sessions| {
+        let calls: u64 = s.sessions.iter().map(|s| s.quiet_hook_calls).sum();
+        calls as f64 / (s.sessions.len().max(1) * pairs.max(1)) as f64
+    };
+    figures.push(Figure::lower(
+        "cold start: Machine hook calls per pair until quiet",
+        "calls",
+        calls(&macro_sessions),
+        Some(calls(&hand_sessions)),
     ));
     let sets = |s: &Sessions| s.cold_starts(|s| s.cold_start_machine_sets).median_ms;
     figures.push(Figure::lower(
@@ -451,7 +491,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
             Some(mib(h.peak_kib)),
         ));
         figures.push(Figure::lower(
-            "separate process: start to every pair reconciled",
+            "separate process: start to every pair reconciled with its infrastructure object",
             "ms",
             ms(m.reconciled_after),
             Some(ms(h.reconciled_after)),

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use kube::Resource;
@@ -48,12 +48,50 @@ impl Seen {
     }
 }
 
+/// The distinct names of some hook calls, and when a goal count was reached.
+#[derive(Default)]
+struct Distinct {
+    names: Mutex<HashSet<String>>,
+    count: AtomicUsize,
+    goal: Mutex<Option<(usize, Option<Instant>)>>,
+}
+
+impl Distinct {
+    /// Counts `name`; true when this reached the goal.
+    fn add(&self, name: &str, at: Instant) -> bool {
+        let new = {
+            let mut names = lock(&self.names);
+            !names.contains(name) && names.insert(name.to_owned())
+        };
+        if !new {
+            return false;
+        }
+        let count = self.count.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut goal = lock(&self.goal);
+        if let Some((target, reached @ None)) = &mut *goal
+            && count >= *target
+        {
+            *reached = Some(at);
+            return true;
+        }
+        false
+    }
+
+    fn expect(&self, target: usize) {
+        let reached = (self.count.load(Ordering::Acquire) >= target).then(Instant::now);
+        *lock(&self.goal) = Some((target, reached));
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    names: Mutex<HashSet<String>>,
-    distinct: AtomicUsize,
+    /// Every hook call's name.
+    any: Distinct,
+    /// The names of hook calls that were given the infrastructure object.
+    with_infra: Distinct,
     calls: AtomicU64,
-    goal: Mutex<Option<(usize, Option<Instant>)>>,
+    /// When the last hook call came, in nanoseconds since [`epoch`].
+    last_call: AtomicU64,
     recording: AtomicBool,
     log: Mutex<HashMap<String, Vec<Seen>>>,
     changed: Notify,
@@ -63,6 +101,12 @@ struct Inner {
 #[derive(Clone, Default)]
 pub struct Probe {
     inner: Arc<Inner>,
+}
+
+/// The instant hook-call times are counted from.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -85,20 +129,11 @@ impl Probe {
         let at = Instant::now();
         let inner = &*self.inner;
         inner.calls.fetch_add(1, Ordering::Relaxed);
-        let new = {
-            let mut names = lock(&inner.names);
-            !names.contains(name) && names.insert(name.to_owned())
-        };
-        let mut notify = false;
-        if new {
-            let distinct = inner.distinct.fetch_add(1, Ordering::AcqRel) + 1;
-            let mut goal = lock(&inner.goal);
-            if let Some((target, reached @ None)) = &mut *goal
-                && distinct >= *target
-            {
-                *reached = Some(at);
-                notify = true;
-            }
+        let since = u64::try_from(at.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX);
+        inner.last_call.fetch_max(since, Ordering::Relaxed);
+        let mut notify = inner.any.add(name, at);
+        if infra.is_some() {
+            notify |= inner.with_infra.add(name, at);
         }
         if inner.recording.load(Ordering::Acquire) {
             let seen = Seen {
@@ -117,7 +152,12 @@ impl Probe {
 
     /// Distinct names seen so far.
     pub fn distinct(&self) -> usize {
-        self.inner.distinct.load(Ordering::Acquire)
+        self.inner.any.count.load(Ordering::Acquire)
+    }
+
+    /// Distinct names seen so far by hook calls given their infrastructure object.
+    pub fn distinct_with_infra(&self) -> usize {
+        self.inner.with_infra.count.load(Ordering::Acquire)
     }
 
     /// Hook calls so far.
@@ -125,32 +165,64 @@ impl Probe {
         self.inner.calls.load(Ordering::Relaxed)
     }
 
-    /// Sets the number of distinct names [`Self::wait_distinct`] waits for.
+    /// Sets the number of distinct names [`Self::wait_distinct`] and
+    /// [`Self::wait_distinct_with_infra`] wait for.
     pub fn expect_distinct(&self, target: usize) {
-        let reached = (self.distinct() >= target).then(Instant::now);
-        *lock(&self.inner.goal) = Some((target, reached));
+        self.inner.any.expect(target);
+        self.inner.with_infra.expect(target);
     }
 
     /// Waits until the goal of [`Self::expect_distinct`] is reached; returns when the hook
     /// call that reached it happened.
     pub async fn wait_distinct(&self, timeout: Duration) -> Result<Instant, TimedOut> {
+        self.wait_goal(&self.inner.any, timeout, "distinct names").await
+    }
+
+    /// Like [`Self::wait_distinct`], counting only hook calls that were given the
+    /// infrastructure object.
+    pub async fn wait_distinct_with_infra(&self, timeout: Duration) -> Result<Instant, TimedOut> {
+        self.wait_goal(
+            &self.inner.with_infra,
+            timeout,
+            "distinct names with their infrastructure object",
+        )
+        .await
+    }
+
+    async fn wait_goal(
+        &self,
+        distinct: &Distinct,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Instant, TimedOut> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let changed = self.inner.changed.notified();
             futures::pin_mut!(changed);
             changed.as_mut().enable();
-            match *lock(&self.inner.goal) {
+            match *lock(&distinct.goal) {
                 Some((_, Some(at))) => return Ok(at),
                 None => return Err(TimedOut(timeout, "no goal set".into())),
                 _ => {}
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                let goal = lock(&self.inner.goal).map_or(0, |(target, _)| target);
-                return Err(TimedOut(
-                    timeout,
-                    format!("{goal} distinct names (saw {})", self.distinct()),
-                ));
+                let goal = lock(&distinct.goal).map_or(0, |(target, _)| target);
+                let seen = distinct.count.load(Ordering::Acquire);
+                return Err(TimedOut(timeout, format!("{goal} {what} (saw {seen})")));
             }
+        }
+    }
+
+    /// Waits until no hook call has come for `quiet` (or `timeout` passed); returns the
+    /// calls so far and when the last one came.
+    pub async fn wait_quiet(&self, quiet: Duration, timeout: Duration) -> (u64, Instant) {
+        let started = Instant::now();
+        loop {
+            let last = epoch() + Duration::from_nanos(self.inner.last_call.load(Ordering::Relaxed));
+            if last.elapsed() >= quiet || started.elapsed() >= timeout {
+                return (self.calls(), last);
+            }
+            tokio::time::sleep(quiet / 10).await;
         }
     }
 

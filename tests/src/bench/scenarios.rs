@@ -19,6 +19,8 @@ use super::sut::{Implementation, Probes, Running};
 
 /// How long a session waits for the cold start (every pair reconciled once).
 const COLD_START_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long without a hook call counts as the end of a cold start.
+const QUIET: Duration = Duration::from_millis(300);
 /// How long a timed update waits for its hook call before it counts as missed.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -178,6 +180,15 @@ pub struct Session {
     pub cold_start_machine_sets: Duration,
     /// CPU time of the implementation's threads until then.
     pub cold_start_cpu: Duration,
+    /// Start to every Machine pair reconciled with its infrastructure object (the hooks
+    /// of a pair may first be called before the infrastructure cache has it).
+    pub complete: Duration,
+    /// Start to the last Machine hook call before the controllers fell quiet.
+    pub quiet: Duration,
+    /// CPU time of the implementation's threads until quiet.
+    pub quiet_cpu: Duration,
+    /// Machine hook calls until quiet (a name reconciled again counts again).
+    pub quiet_hook_calls: u64,
     /// Write-to-hook latencies by kind.
     pub latencies: Vec<(Watched, Vec<Duration>)>,
     /// Timed updates whose hook call never came.
@@ -221,10 +232,21 @@ pub async fn session(
         let machines_at = probes.machines.wait_distinct(COLD_START_TIMEOUT).await?;
         let cold_start_cpu = running.cpu();
         let sets_at = probes.machine_sets.wait_distinct(COLD_START_TIMEOUT).await?;
+        let complete_at = probes
+            .machines
+            .wait_distinct_with_infra(COLD_START_TIMEOUT)
+            .await?;
+        let (quiet_hook_calls, quiet_at) = probes.machines.wait_quiet(QUIET, COLD_START_TIMEOUT).await;
+        let quiet_cpu = running.cpu();
+        let since_start = |at: Instant| at.saturating_duration_since(running.started);
         let mut result = Session {
-            cold_start: machines_at.saturating_duration_since(running.started),
-            cold_start_machine_sets: sets_at.saturating_duration_since(running.started),
+            cold_start: since_start(machines_at),
+            cold_start_machine_sets: since_start(sets_at),
             cold_start_cpu,
+            complete: since_start(complete_at),
+            quiet: since_start(quiet_at),
+            quiet_cpu,
+            quiet_hook_calls,
             latencies: kinds.iter().map(|k| (*k, Vec::with_capacity(samples))).collect(),
             missed: 0,
         };
