@@ -31,6 +31,8 @@
 pub mod machine;
 pub mod machine_set;
 mod queue;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
