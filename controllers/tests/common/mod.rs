@@ -157,6 +157,8 @@ pub struct Operator {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
     changed: watch::Receiver<usize>,
+    /// The tasks reading stdout and stderr; they end at EOF, after the last line.
+    readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Operator {
@@ -180,16 +182,18 @@ impl Operator {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (notify, changed) = watch::channel(0);
         let notify = Arc::new(notify);
+        let mut readers = Vec::new();
         if let Some(stdout) = child.stdout.take() {
-            collect(stdout, lines.clone(), notify.clone());
+            readers.push(collect(stdout, lines.clone(), notify.clone()));
         }
         if let Some(stderr) = child.stderr.take() {
-            collect(stderr, lines.clone(), notify);
+            readers.push(collect(stderr, lines.clone(), notify));
         }
         Self {
             child,
             lines,
             changed,
+            readers,
         }
     }
 
@@ -288,13 +292,20 @@ impl Operator {
         assert!(status.is_ok_and(|s| s.success()), "kill -s {signal} {pid} failed");
     }
 
-    /// Waits for the process to exit.
+    /// Waits for the process to exit and for its output to be read to the end (the
+    /// exit can be seen before the reader has taken the last lines).
     pub async fn wait_exit(&mut self) -> ExitStatus {
-        match tokio::time::timeout(TIMEOUT, self.child.wait()).await {
+        let status = match tokio::time::timeout(TIMEOUT, self.child.wait()).await {
             Ok(Ok(status)) => status,
             Ok(Err(error)) => panic!("waiting for the operator: {error}"),
             Err(_) => panic!("the operator did not exit:\n{}", self.lines().join("\n")),
+        };
+        for reader in std::mem::take(&mut self.readers) {
+            if tokio::time::timeout(TIMEOUT, reader).await.is_err() {
+                panic!("the operator's output did not end:\n{}", self.lines().join("\n"));
+            }
         }
+        status
     }
 }
 
@@ -302,7 +313,7 @@ fn collect(
     stream: impl AsyncRead + Unpin + Send + 'static,
     lines: Arc<Mutex<Vec<String>>>,
     notify: Arc<watch::Sender<usize>>,
-) {
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut reader = BufReader::new(stream).lines();
         while let Ok(Some(line)) = reader.next_line().await {
@@ -311,7 +322,7 @@ fn collect(
             }
             notify.send_modify(|n| *n += 1);
         }
-    });
+    })
 }
 
 /// A kubeconfig file for the envtest admin (removed with the env).
