@@ -5,9 +5,9 @@
 
 use kube::Resource;
 
-use crate::api::AuthoritativeApi;
+use crate::api::{AuthoritativeApi, capi};
 use crate::hooks::Direction;
-use crate::pair::{CapiOnly, MapiObject, SyncPair, capi_group, owner_kind};
+use crate::pair::{CapiOnly, MapiObject, SyncPair, owner_kind};
 
 /// What one reconcile of a name does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub fn capi_owner_names<P: SyncPair>(capi: &P::Capi) -> impl Iterator<Item = &st
         .owner_references
         .iter()
         .flatten()
-        .filter(move |owner| owner.kind == kind && api_group(&owner.api_version) == capi_group())
+        .filter(move |owner| owner.kind == kind && api_group(&owner.api_version) == capi::GROUP)
         .map(|owner| owner.name.as_str())
 }
 

@@ -13,7 +13,7 @@ use kube::core::NamespaceResourceScope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
+use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, mapi};
 
 /// A namespaced Kubernetes object type the engine can watch and cache.
 pub trait SyncObject:
@@ -127,9 +127,4 @@ impl Resource for NoOwner {
 /// The CAPI kind an owner reference must name to be an owner mirrored by `P::OwnerMirror`.
 pub fn owner_kind<P: SyncPair>() -> Cow<'static, str> {
     <P::OwnerMirror as Resource>::kind(&())
-}
-
-/// The Cluster API group; owner references of CAPI-only objects must point into it.
-pub fn capi_group() -> &'static str {
-    capi::GROUP
 }

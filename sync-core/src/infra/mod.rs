@@ -394,20 +394,16 @@ impl Inner {
         }
     }
 
-    fn set_status(&self, group_kind: &GroupKind, status: WatchStatus) -> Option<Vec<(usize, String)>> {
-        let mut state = self.lock();
-        let watch = state.watches.get_mut(group_kind)?;
-        watch.status = status;
-        Some(referrers_of(&state, group_kind))
-    }
-
+    /// Marks `group_kind` failed; on the first failure of an episode, warns every CAPI
+    /// object referencing it (later retries only log).
     fn resolution_failed(&self, group_kind: &GroupKind, error: &ResolveError, first: bool) {
-        let Some(referrers) = self.set_status(group_kind, WatchStatus::Failed(error.to_string())) else {
+        let mut state = self.lock();
+        let Some(watch) = state.watches.get_mut(group_kind) else {
             return;
         };
+        watch.status = WatchStatus::Failed(error.to_string());
         if first {
-            let state = self.lock();
-            for (id, name) in referrers {
+            for (id, name) in referrers_of(&state, group_kind) {
                 let note = format!("cannot watch {group_kind}: {error}");
                 self.warn(&state, id, &name, "InfrastructureKindUnavailable", note);
             }
