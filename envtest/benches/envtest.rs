@@ -2,7 +2,7 @@
 //! write-to-watch-event latency and a 10k-object list, with medians and percentiles.
 //!
 //! ```text
-//! cargo bench -p sync-core --features envtest --bench envtest -- [--quick] [RESULT.json]
+//! cargo bench -p envtest --bench envtest -- [--quick] [RESULT.json]
 //! ```
 //!
 //! Prints a table and writes the JSON result (default `target/bench/envtest.json`). The

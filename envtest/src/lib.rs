@@ -30,15 +30,14 @@
 //! # Running the same tests against a real cluster
 //!
 //! Set `USE_EXISTING_CLUSTER=true` (or `1`) and point `KUBECONFIG` at the cluster: the
-//! end-to-end suites (the `tests` crate's `Cluster::start`) and `tests/envtest_kubectl.rs`
-//! then connect with `kube::Client::try_default()` and plain `kubectl` instead of starting
+//! workspace's end-to-end suites (the `e2e` crate's `Cluster::start`) and this crate's
+//! `tests/kubectl.rs` then connect with `kube::Client::try_default()` and plain `kubectl` instead of starting
 //! a server, install the project's CRDs, and work in namespaces (and CRD groups) with a
 //! random suffix that they delete afterwards, so a shared cluster is fine. Tests that are
-//! about this server itself (`envtest_crud`, `envtest_watch`, `envtest_errors`, the
+//! about this server itself (`tests/crud.rs`, `tests/watch.rs`, `tests/errors.rs`, the
 //! property test, fault injection) keep running in-process whatever the switch says; a
 //! suite that needs fault injection gets `None` from `Cluster::envtest()` and skips that
-//! part. `cargo run -p sync-core --features envtest --bin envtest-server -- --kubeconfig
-//! FILE` is a stand-in "existing cluster" to try the switch with.
+//! part. `cargo run -p envtest --bin envtest-server -- --kubeconfig FILE` is a stand-in "existing cluster" to try the switch with.
 //!
 //! # What differs from kube-apiserver (request path, storage, lists)
 //!
@@ -63,7 +62,7 @@
 //!
 //! # Benchmark
 //!
-//! `cargo bench -p sync-core --features envtest --bench envtest -- [--quick] [FILE]`
+//! `cargo bench -p envtest --bench envtest -- [--quick] [FILE]`
 //! measures start to ready, 10k creates, write-to-watch latency and 10k-object lists
 //! (see [`mod@bench`]).
 

@@ -1,5 +1,5 @@
 //! The benchmark's measurement functions run end to end on tiny sizes (no timing is
-//! asserted: figures come from `cargo bench -p sync-core --features envtest --bench envtest`).
+//! asserted: figures come from `cargo bench -p envtest --bench envtest`).
 
 use envtest::bench::{self, Sizes};
 

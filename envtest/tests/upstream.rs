@@ -1258,7 +1258,7 @@ async fn aws_machine_template() -> TestResult {
     Ok(())
 }
 
-/// The Machine API CRDs' rules (each construct is covered in depth by `envtest_cel`): run here
+/// The Machine API CRDs' rules (each construct is covered in depth by `tests/cel.rs`): run here
 /// too, so that one server has evaluated every rule of every upstream CRD.
 #[tokio::test]
 async fn machine_api_rules() -> TestResult {

@@ -1,6 +1,6 @@
 //! Runs the in-process envtest API server as a standalone command.
 //!
-//! `cargo run -p sync-core --features envtest --bin envtest-server -- --crds DIR
+//! `cargo run -p envtest --bin envtest-server -- --crds DIR
 //! [--crds DIR ...] --kubeconfig FILE [--port N]` serves until SIGINT/SIGTERM, writes the
 //! admin kubeconfig to FILE and prints one line containing `ready` once it accepts
 //! requests.
