@@ -10,7 +10,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use crate::http::handler::{Shared, handle};
+use crate::api::Shared;
+use crate::http::handler::handle;
 
 /// A running listener.
 #[derive(Debug)]
