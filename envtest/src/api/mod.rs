@@ -1,5 +1,6 @@
 //! What the API serves besides stored objects: watch streams, OpenAPI documents, Tables
-//! and metadata-only views, and fault injection.
+//! and metadata-only views; the responses the handler and watches send; fault injection;
+//! and the server state ([`Shared`]) they all read.
 
 pub mod faults;
 pub mod openapi;

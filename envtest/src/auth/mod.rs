@@ -1,4 +1,5 @@
-//! Authentication (bearer tokens) and the authorization step of the request path.
+//! Authentication (bearer tokens) and the authorization step of the request path
+//! ([`rbac`]: kube-apiserver's RBAC authorizer).
 
 pub mod rbac;
 

@@ -1,5 +1,5 @@
 //! The test harness: `TestEnv::builder()...start()` gives a running server and an admin
-//! client.
+//! client; [`kubeconfig`] renders kubeconfigs, and [`bench`] is the benchmark built on it.
 
 pub mod bench;
 pub mod kubeconfig;

@@ -1,6 +1,7 @@
 //! Object semantics on top of the store: create/update/delete as kube-apiserver does them
 //! (uid, timestamps, generation, finalizers, preconditions, status subresource, namespaces
-//! and CRD side effects). Every function runs under the store lock.
+//! and CRD side effects). Every function runs under the store lock. [`builtin`] decodes and
+//! defaults the built-in kinds as their registry strategies do.
 
 pub mod builtin;
 

@@ -1,4 +1,7 @@
 //! The resource registry (built-ins plus served CRD versions) and the discovery documents.
+//! Below it: [`versions`] (a CRD's versions, their schemas and conversion between them),
+//! [`definitions`] (the served kinds' OpenAPI definitions) and [`protobuf`] (built-in
+//! kinds' protobuf request bodies).
 
 pub mod definitions;
 pub mod protobuf;
