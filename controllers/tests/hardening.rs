@@ -1,0 +1,98 @@
+//! The operator under hostile conditions: its JSON logs read by a strict JSON reader.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use common::Operator;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// A JSON value parsed by a reader that refuses duplicate object keys (serde_json, jq and
+/// Python silently keep the last one).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = BTreeSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
+}
+
+/// Item 3: every JSON line has unique keys, and a reconcile's lines name their object
+/// inside the span (`span.object`) next to the span's own name (`span.name`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_log_lines_have_unique_keys_and_name_the_object() {
+    let mut operator = Operator::spawn(&[
+        "--embedded",
+        "--log-format",
+        "json",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+    ]);
+    let line = operator
+        .wait_line("a stub hook's JSON line", |line| {
+            let json: Value = serde_json::from_str(line).ok()?;
+            (json["message"] == "stub hook: no sync logic yet").then(|| line.to_owned())
+        })
+        .await;
+    operator.signal("TERM");
+    let status = operator.wait_exit().await;
+    assert!(status.success(), "{status:?}");
+
+    for line in operator.lines().iter().filter(|l| l.starts_with('{')) {
+        if let Err(error) = serde_json::from_str::<UniqueKeys>(line) {
+            panic!("{error} in {line}");
+        }
+    }
+    let json: Value = serde_json::from_str(&line).unwrap_or_default();
+    let span = &json["span"];
+    assert_eq!(span["name"], "reconcile", "{line}");
+    assert!(span["object"].is_string(), "{line}");
+    assert_eq!(span["object"], json["name"], "{line}");
+    assert!(span["controller"].is_string(), "{line}");
+}
