@@ -1,11 +1,13 @@
-//! The operator under hostile conditions: its JSON logs read by a strict JSON reader.
+//! The operator under hostile conditions: its probe port with the file-descriptor limit
+//! reached and its JSON logs read by a strict JSON reader.
 
 mod common;
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::time::Duration;
 
-use common::Operator;
+use common::{Operator, TIMEOUT, http_get, wait_for};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -95,4 +97,69 @@ async fn json_log_lines_have_unique_keys_and_name_the_object() {
     assert!(span["object"].is_string(), "{line}");
     assert_eq!(span["object"], json["name"], "{line}");
     assert!(span["controller"].is_string(), "{line}");
+}
+
+/// Item 1: with the file-descriptor limit reached by idle connections to the probe port,
+/// the accept loop backs off (a handful of warnings, not a flood) and idle connections
+/// are closed, so `/readyz` answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_port_survives_fd_exhaustion_without_a_log_flood() {
+    const FD_LIMIT: u32 = 64;
+    const IDLE: usize = 60;
+    let env = common::env_with_samples().await;
+    let kubeconfig = common::kubeconfig(&env);
+    let kubeconfig = kubeconfig.display().to_string();
+    let mut operator = Operator::spawn_with_fd_limit(
+        FD_LIMIT,
+        &[
+            "--kubeconfig",
+            &kubeconfig,
+            "--leader-elect=false",
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+        ],
+    );
+    let probes = operator.probe_address().await;
+    wait_for("the operator to be ready", TIMEOUT, || async {
+        matches!(http_get(probes, "/readyz", None).await, Ok((200, _))).then_some(())
+    })
+    .await;
+
+    // Connections that never send a byte: more than the descriptors left.
+    let mut idle = Vec::new();
+    for _ in 0..IDLE {
+        match tokio::net::TcpStream::connect(probes).await {
+            Ok(stream) => idle.push(stream),
+            Err(error) => panic!("connecting to the probe port: {error}"),
+        }
+    }
+    let accept_failures = |operator: &Operator| {
+        operator
+            .lines()
+            .iter()
+            .filter(|line| line.contains("accepting an HTTP connection failed"))
+            .count()
+    };
+    wait_for("the accept loop to run out of descriptors", TIMEOUT, || async {
+        (accept_failures(&operator) > 0).then_some(())
+    })
+    .await;
+    wait_for("/readyz to answer again", TIMEOUT, || async {
+        let probe = tokio::time::timeout(Duration::from_secs(2), http_get(probes, "/readyz", None));
+        matches!(probe.await, Ok(Ok((200, _)))).then_some(())
+    })
+    .await;
+    let failures = accept_failures(&operator);
+    assert!(
+        failures < 100,
+        "{failures} accept warnings: the loop does not back off"
+    );
+    drop(idle);
+    operator.signal("TERM");
+    let status = operator.wait_exit().await;
+    assert!(status.success(), "{status:?}");
 }
