@@ -1,5 +1,6 @@
 //! The operator under hostile conditions: its probe port with the file-descriptor limit
-//! reached and its JSON logs read by a strict JSON reader.
+//! reached, its JSON logs read by a strict JSON reader, and a shutdown whose Lease release
+//! hangs.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
-use common::{Operator, TIMEOUT, http_get, wait_for};
+use common::{LEASE_NS, Operator, TIMEOUT, http_get, lease_holder, wait_for};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -162,4 +163,64 @@ async fn the_probe_port_survives_fd_exhaustion_without_a_log_flood() {
     operator.signal("TERM");
     let status = operator.wait_exit().await;
     assert!(status.success(), "{status:?}");
+}
+
+/// Item 9: the whole shutdown fits in `--graceful-shutdown-timeout`, even when the Lease
+/// release hangs and the renew deadline (which used to bound the release on its own,
+/// after the controllers' full grace) is longer than the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_lease_release_cannot_outlast_the_shutdown_budget() {
+    let env = common::env_with_samples().await;
+    let kubeconfig = common::kubeconfig(&env);
+    let kubeconfig = kubeconfig.display().to_string();
+    let lease = "budget";
+    let mut operator = Operator::spawn(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "--pod-name",
+        "replica",
+        "--leader-election-namespace",
+        LEASE_NS,
+        "--leader-election-id",
+        lease,
+        "--leader-election-lease-duration",
+        "10m",
+        "--leader-election-renew-deadline",
+        "5m",
+        "--leader-election-retry-period",
+        "1s",
+        "--graceful-shutdown-timeout",
+        "2s",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+        "--log-format",
+        "json",
+    ]);
+    let probes = operator.probe_address().await;
+    wait_for("the operator to lead and be ready", TIMEOUT, || async {
+        match http_get(probes, "/readyz", None).await {
+            Ok((200, body)) if body.contains("caches synced ok") => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(lease_holder(&env, lease).await.is_some());
+
+    // Every request from now on hangs (the release among them).
+    env.faults().set_latency(Duration::from_secs(3600));
+    operator.signal("TERM");
+    // Before the budget covered the release, this waited for the 5 min renew deadline.
+    let status = operator.wait_exit().await;
+    env.faults().clear();
+    let lines = operator.lines();
+    assert!(status.success(), "exit {status:?}:\n{}", lines.join("\n"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("releasing the leader lease did not finish within the shutdown budget")),
+        "{}",
+        lines.join("\n")
+    );
 }
