@@ -196,6 +196,8 @@ where
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
+    // YAML is converted off the async workers; everything below sees JSON.
+    let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
@@ -246,7 +248,12 @@ where
     }
     let field_validation =
         super::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
-    let (response, warnings) =
+    // RBAC objects are checked against the writer's own permissions (escalation).
+    let writer = user.clone();
+    let escalation: super::admission::WriteCheck = std::rc::Rc::new(move |state, info, namespace, object| {
+        super::escalation::check(state, &writer, info, namespace, object)
+    });
+    let (response, warnings) = super::admission::checked(escalation, || {
         super::admission::scoped(field_validation, || match (verb, path.subresource.as_deref()) {
             ("watch", _) => ctx.watch(),
             ("create", _) => ctx.create(&body),
@@ -259,7 +266,8 @@ where
             ("delete", None) => ctx.delete(&body),
             (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
             _ => Err(ApiError::method_not_allowed()),
-        });
+        })
+    });
     super::admission::with_warnings(response, &warnings)
 }
 

@@ -15,7 +15,7 @@ use super::errors::ApiError;
 use super::faults::Faults;
 use super::handler::Shared;
 use super::objects;
-use super::server::Listener;
+use super::server::{Limits, Listener};
 use super::store::Store;
 use super::tls::{self, Certs};
 
@@ -66,9 +66,11 @@ pub struct TestEnvBuilder {
     namespaces: Vec<String>,
     objects: Vec<Value>,
     history: usize,
+    history_bytes: usize,
     users: Vec<User>,
     bookmark_interval: Duration,
     port: u16,
+    limits: Limits,
     deferred_error: Option<String>,
 }
 
@@ -80,9 +82,11 @@ impl Default for TestEnvBuilder {
             namespaces: Vec::new(),
             objects: Vec::new(),
             history: 100_000,
+            history_bytes: super::store::DEFAULT_HISTORY_BYTES,
             users: Vec::new(),
             bookmark_interval: Duration::from_secs(60),
             port: 0,
+            limits: Limits::default(),
             deferred_error: None,
         }
     }
@@ -137,6 +141,13 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How many bytes of objects the event history retains at most (default 64 MiB; the
+    /// objects' approximate JSON size): with large objects the oldest events go sooner.
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
+        self
+    }
+
     /// Adds a user with a random bearer token (see [`TestEnv::client_as`]).
     pub fn user(mut self, name: impl Into<String>, groups: &[&str]) -> Self {
         self.users.push(User::new(name, groups));
@@ -167,6 +178,20 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How many connections the server keeps open at once (default 1 024); more wait in
+    /// the kernel's backlog.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.limits.max_connections = connections;
+        self
+    }
+
+    /// How long a client may take for the TLS handshake and for each request's head, and
+    /// how long a kept-alive connection may stay idle (default 32 s, kube-apiserver's).
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_timeout = timeout;
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
@@ -183,7 +208,7 @@ impl TestEnvBuilder {
             }
             u
         }));
-        let store = Arc::new(Store::new(self.history));
+        let store = Arc::new(Store::with_history(self.history, self.history_bytes));
         let shared = Arc::new(Shared {
             faults: Faults::new(&store),
             store,
@@ -199,7 +224,7 @@ impl TestEnvBuilder {
         }
         crds.extend(self.crds);
         seed(&shared.store, &crds, &self.namespaces, self.objects)?;
-        let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone())?;
+        let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone(), self.limits)?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;
         Ok(TestEnv {
@@ -210,6 +235,7 @@ impl TestEnvBuilder {
             users,
             client,
             listener: Some(server),
+            limits: self.limits,
             kubeconfig_file: OnceLock::new(),
         })
     }
@@ -352,6 +378,7 @@ pub struct TestEnv {
     users: Vec<User>,
     client: kube::Client,
     listener: Option<Listener>,
+    limits: Limits,
     kubeconfig_file: OnceLock<(PathBuf, PathBuf)>,
 }
 
@@ -529,6 +556,7 @@ impl TestEnv {
             self.shared.clone(),
             listener,
             self.certs.server_config.clone(),
+            self.limits,
         )?);
         Ok(())
     }

@@ -75,6 +75,7 @@ pub mod builtin;
 pub mod cel;
 pub mod encode;
 pub mod errors;
+pub mod escalation;
 pub mod faults;
 pub mod handler;
 pub mod harness;
@@ -98,6 +99,7 @@ pub mod validation;
 pub mod versions;
 pub mod view;
 pub mod watch;
+pub mod yaml;
 
 pub use auth::User;
 pub use errors::ApiError;

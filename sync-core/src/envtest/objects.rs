@@ -206,6 +206,7 @@ pub fn create(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
     let key = info.storage_key();
     let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
@@ -409,6 +410,7 @@ pub fn update(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
         return Err(ApiError::bad_request(format!(
