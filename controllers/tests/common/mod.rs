@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use controllers::operator::samples::{deploy_dir, load_samples};
+use envtest::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use serde_json::Value;
-use sync_core::envtest::TestEnv;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
