@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use envtest::TestEnv;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -13,7 +14,6 @@ use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::{Client, Error};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use envtest::TestEnv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

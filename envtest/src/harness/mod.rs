@@ -2,7 +2,9 @@
 //! client.
 
 pub mod bench;
+pub mod control;
 pub mod kubeconfig;
+pub mod state_dir;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -74,6 +76,7 @@ pub struct TestEnvBuilder {
     bookmark_interval: Duration,
     port: u16,
     limits: Limits,
+    state_dir: Option<PathBuf>,
     deferred_error: Option<String>,
 }
 
@@ -90,6 +93,7 @@ impl Default for TestEnvBuilder {
             bookmark_interval: Duration::from_secs(60),
             port: 0,
             limits: Limits::default(),
+            state_dir: None,
             deferred_error: None,
         }
     }
@@ -195,23 +199,80 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Keeps the server's state in `dir`, so that a server started again with the same
+    /// directory (after a stop, a crash or `kill -9`) has the same objects and
+    /// resourceVersions, the same port (unless [`TestEnvBuilder::port`] says otherwise),
+    /// CA and serving certificate, and the same users with the same tokens: clients
+    /// reconnect with the kubeconfigs they have. CRDs, namespaces and objects of the
+    /// builder are created on the first start only; users added since are added.
+    /// Watches from before a restart get 410 Expired and relist (no history is kept).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
             return Err(EnvtestError::Client(error));
         }
-        let certs = tls::generate().map_err(EnvtestError::Tls)?;
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await?;
-        let addr = listener.local_addr()?;
-        let admin = User::new(ADMIN, &["system:masters", "system:authenticated"]);
-        let mut users = vec![admin.clone()];
-        users.extend(self.users.iter().cloned().map(|mut u| {
-            if !u.groups.iter().any(|g| g == "system:authenticated") {
-                u.groups.push("system:authenticated".into());
+        let saved = match &self.state_dir {
+            Some(dir) => state_dir::load(dir).map_err(EnvtestError::Tls)?,
+            None => None,
+        };
+        let (certs, port, mut users) = match saved {
+            Some(saved) => {
+                let port = if self.port == 0 { saved.port } else { self.port };
+                (saved.certs, port, saved.users)
             }
-            u
-        }));
-        let store = Arc::new(Store::with_history(self.history, self.history_bytes));
+            None => {
+                let admin = User::new(ADMIN, &["system:masters", "system:authenticated"]);
+                (
+                    tls::generate().map_err(EnvtestError::Tls)?,
+                    self.port,
+                    vec![admin],
+                )
+            }
+        };
+        for mut user in self.users.iter().cloned() {
+            if !user.groups.iter().any(|g| g == "system:authenticated") {
+                user.groups.push("system:authenticated".into());
+            }
+            match users.iter_mut().find(|u| u.name == user.name) {
+                Some(known) => known.groups = user.groups,
+                None => users.push(user),
+            }
+        }
+        let admin = users
+            .iter()
+            .find(|u| u.name == ADMIN)
+            .cloned()
+            .ok_or_else(|| EnvtestError::NoUser(ADMIN.to_owned()))?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let (store, restored) = match &self.state_dir {
+            Some(dir) => {
+                let store = Store::persistent(dir, self.history, self.history_bytes)?;
+                let restored = store.write(|state| {
+                    let restored = !state.collections.is_empty();
+                    if restored {
+                        objects::rebuild_registry(state);
+                    }
+                    restored
+                });
+                state_dir::save(
+                    dir,
+                    &state_dir::Identity {
+                        port: addr.port(),
+                        certs: certs.clone(),
+                        users: users.clone(),
+                    },
+                )?;
+                (store, restored)
+            }
+            None => (Store::with_history(self.history, self.history_bytes), false),
+        };
+        let store = Arc::new(store);
         let shared = Arc::new(Shared {
             faults: Faults::new(&store),
             store,
@@ -221,12 +282,14 @@ impl TestEnvBuilder {
             shutdown: tokio::sync::watch::Sender::new(0),
             denials: Default::default(),
         });
-        let mut crds = Vec::new();
-        for dir in &self.crd_dirs {
-            crds.extend(read_crd_dir(dir)?);
+        if !restored {
+            let mut crds = Vec::new();
+            for dir in &self.crd_dirs {
+                crds.extend(read_crd_dir(dir)?);
+            }
+            crds.extend(self.crds);
+            seed(&shared.store, &crds, &self.namespaces, self.objects)?;
         }
-        crds.extend(self.crds);
-        seed(&shared.store, &crds, &self.namespaces, self.objects)?;
         let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone(), self.limits)?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;

@@ -379,7 +379,9 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
     Ok(())
 }
 
-fn rebuild_registry(state: &mut State) {
+/// Rebuilds the served resources from the stored CRDs (after a CRD write, or when a
+/// state directory was restored).
+pub fn rebuild_registry(state: &mut State) {
     let registry = match state.collections.get(CRD_KEY) {
         Some(crds) => Registry::build_reusing(
             Some(&state.registry),

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::resources::Registry;
 use crate::storage::encode::JsonCache;
+use crate::storage::persist::Journal;
 
 /// The type of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +99,8 @@ pub struct State {
     pub log_bytes: usize,
     /// The served resources.
     pub registry: Arc<Registry>,
+    /// Where every change is also written, with a state directory.
+    pub journal: Option<Journal>,
 }
 
 impl State {
@@ -144,6 +147,9 @@ impl State {
     }
 
     fn record(&mut self, event: Event) {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.append(&event);
+        }
         self.log_bytes += event.bytes;
         self.log.push_back(Arc::new(event));
         // The newest event stays whatever its size: a watch must see every change.
@@ -207,6 +213,7 @@ impl Store {
             window: window.max(1),
             window_bytes: bytes,
             log_bytes: 0,
+            journal: None,
             registry: Arc::new(Registry::build([])),
         };
         Self {
@@ -214,6 +221,25 @@ impl Store {
             notify: watch::Sender::new(1),
             json: JsonCache::default(),
         }
+    }
+
+    /// A store kept in the state directory `dir` (see [`crate::storage::persist`]): its objects
+    /// and resourceVersion as the last run left them, every change written there. The
+    /// caller rebuilds the registry from the restored CRDs.
+    pub fn persistent(dir: &std::path::Path, window: usize, bytes: usize) -> std::io::Result<Self> {
+        let (restored, journal) = crate::storage::persist::open(dir)?;
+        let store = Self::with_history(window, bytes);
+        {
+            let mut state = store.read();
+            if restored.rv > 0 {
+                state.rv = restored.rv;
+                state.compacted = restored.rv;
+            }
+            state.collections = restored.collections;
+            state.journal = Some(journal);
+        }
+        store.notify.send_replace(store.read().rv);
+        Ok(store)
     }
 
     /// Locks the state for reading.
