@@ -3,6 +3,10 @@
 
 pub mod faults;
 pub mod openapi;
+pub mod response;
+pub mod shared;
 pub mod table;
 pub mod view;
 pub mod watch;
+
+pub use shared::Shared;

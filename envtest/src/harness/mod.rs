@@ -15,9 +15,9 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
+use crate::api::Shared;
 use crate::api::faults::Faults;
 use crate::auth::{Authenticator, User};
-use crate::http::handler::Shared;
 use crate::http::server::{Limits, Listener};
 use crate::http::tls::{self, Certs};
 use crate::meta::errors::ApiError;

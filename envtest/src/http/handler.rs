@@ -1,17 +1,17 @@
 //! The request path: authenticate, route, find the resource, authorize, dispatch the verb.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use http::{Method, Request, Response, header};
+use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 
-use crate::api::faults::Faults;
+use crate::api::response::{Body, error_response, full, json_response, serialized};
+use crate::api::shared::Shared;
 use crate::api::table;
 use crate::api::view::View;
 use crate::api::watch;
@@ -25,60 +25,9 @@ use crate::patch::apply;
 use crate::resources::ResourceInfo;
 use crate::storage::encode;
 use crate::storage::snapshot;
-use crate::storage::store::Store;
-
-/// Response body type of the server.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// Request bodies over this size get 413 (kube-apiserver's 3 MiB limit).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// Server state shared by every connection (kept across restarts).
-#[derive(Debug)]
-pub struct Shared {
-    /// Objects and events.
-    pub store: Arc<Store>,
-    /// Bearer-token users.
-    pub auth: Authenticator,
-    /// Fault injection.
-    pub faults: Faults,
-    /// Interval between BOOKMARK events on watches that allow them.
-    pub bookmark_interval: Duration,
-    /// `host:port` advertised by `/api`.
-    pub address: String,
-    /// Bumped on stop: every watch ends.
-    pub shutdown: tokio::sync::watch::Sender<u64>,
-    /// Requests the authorizer refused.
-    pub denials: crate::auth::rbac::Denials,
-}
-
-/// A whole body.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|e| match e {}).boxed_unsync()
-}
-
-/// A JSON response.
-pub fn json_response(code: u16, value: &Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(full(bytes));
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// An error response with a Status body.
-pub fn error_response(error: &ApiError) -> Response<Body> {
-    let mut response = json_response(error.code, &error.to_status());
-    if let Some(retry) = error.details.retry_after
-        && let Ok(value) = header::HeaderValue::from_str(&retry.to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
-}
 
 /// Handles one request; never panics, every failure is a Status response.
 pub async fn handle<B>(shared: Arc<Shared>, request: Request<B>) -> Response<Body>
@@ -585,7 +534,7 @@ impl Ctx<'_> {
         // Objects shown as stored are concatenated from their cached JSON.
         let items: Vec<encode::Item> = items.iter().map(|o| self.item(o)).collect();
         let (kind, api_version) = self.view.list_type(&self.info.list_kind, self.info.api_version());
-        Ok(encode::response(
+        Ok(serialized(
             200,
             encode::list(&kind, &api_version, &metadata, &items),
         ))

@@ -20,7 +20,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use crate::http::handler::{Shared, handle};
+use crate::api::Shared;
+use crate::http::handler::handle;
 
 /// What Go's `net/http` answers a plain-HTTP request sent to a TLS port.
 pub const PLAIN_HTTP_RESPONSE: &[u8] =

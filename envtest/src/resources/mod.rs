@@ -1,5 +1,6 @@
 //! The resource registry (built-ins plus served CRD versions) and the discovery documents.
 
+pub mod definitions;
 pub mod protobuf;
 pub mod versions;
 

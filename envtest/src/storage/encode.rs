@@ -134,18 +134,6 @@ pub fn list(kind: &str, api_version: &str, metadata: &Value, items: &[Item]) -> 
     out.freeze()
 }
 
-/// A `200`-style response with a JSON body already serialized.
-pub fn response(code: u16, body: Bytes) -> http::Response<crate::http::handler::Body> {
-    let mut response = http::Response::new(crate::http::handler::full(body));
-    *response.status_mut() =
-        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::header::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 /// A watch event line: `{"type":…,"object":…}\n`.
 pub fn watch_line(kind: &str, object: &Item) -> Bytes {
     let mut out = BytesMut::with_capacity(object.len_hint() + 32);
