@@ -407,3 +407,70 @@ async fn the_history_is_bounded_by_bytes() -> TestResult {
     }
     Ok(())
 }
+
+/// Events are one resource seen through two APIs: what a controller records through
+/// `events.k8s.io/v1` is listed (and watched) through `core/v1`, with kube's field mapping,
+/// and the other way round.
+#[tokio::test]
+async fn events_of_both_apis_are_one_resource() -> TestResult {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event as NewEvent;
+    let env = TestEnv::start().await?;
+    let core: Api<CoreEvent> = Api::namespaced(env.client(), "default");
+    let new: Api<NewEvent> = Api::namespaced(env.client(), "default");
+    let start = env.resource_version().to_string();
+    let recorded: NewEvent = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "synced.1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "Machine", "name": "m1", "namespace": "default"},
+        "note": "mirrored", "reason": "Synced", "type": "Normal", "action": "Sync",
+        "reportingController": "machine-sync", "reportingInstance": "pod-1"
+    }))?;
+    new.create(&PostParams::default(), &recorded).await?;
+
+    let listed = core.list(&Default::default()).await?;
+    assert_eq!(listed.items.len(), 1, "kubectl get events shows it");
+    let seen = &listed.items[0];
+    assert_eq!(seen.involved_object.name.as_deref(), Some("m1"));
+    assert_eq!(seen.message.as_deref(), Some("mirrored"));
+    assert_eq!(seen.reporting_component.as_deref(), Some("machine-sync"));
+    let by_field = core
+        .list(&kube::api::ListParams::default().fields("involvedObject.name=m1"))
+        .await?;
+    assert_eq!(by_field.items.len(), 1);
+    let by_new_field = new
+        .list(&kube::api::ListParams::default().fields("regarding.name=m1"))
+        .await?;
+    assert_eq!(by_new_field.items.len(), 1);
+    assert_eq!(by_new_field.items[0].note.as_deref(), Some("mirrored"));
+
+    // A core/v1 Event (client-go's old recorder) is an events.k8s.io one too.
+    let old_style: CoreEvent = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "old.1"},
+        "involvedObject": {"kind": "Machine", "name": "m2", "namespace": "default"},
+        "message": "legacy", "reason": "Old", "type": "Warning", "count": 4,
+        "source": {"component": "legacy-controller"}
+    }))?;
+    core.create(&PostParams::default(), &old_style).await?;
+    let converted = new.get("old.1").await?;
+    assert_eq!(converted.regarding.and_then(|r| r.name).as_deref(), Some("m2"));
+    assert_eq!(converted.note.as_deref(), Some("legacy"));
+    assert_eq!(converted.deprecated_count, Some(4));
+    assert_eq!(
+        converted.deprecated_source.and_then(|s| s.component).as_deref(),
+        Some("legacy-controller")
+    );
+
+    // Watches of either API see both writes.
+    use futures::StreamExt;
+    let mut watched = core.watch(&WatchParams::default(), &start).await?.boxed();
+    let mut names = Vec::new();
+    while names.len() < 2 {
+        match tokio::time::timeout(TIMEOUT, watched.next()).await? {
+            Some(Ok(WatchEvent::Added(event))) => names.push(event.metadata.name.unwrap_or_default()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(names, ["synced.1", "old.1"]);
+    Ok(())
+}

@@ -391,6 +391,21 @@ impl Ctx<'_> {
                 .unwrap_or_default(),
             &self.info.field_selectors,
         )?;
+        // Selectors match stored objects: `events.k8s.io` names become the core ones.
+        let fields = if objects::events::is_events_api(self.info) {
+            FieldSelector(
+                fields
+                    .0
+                    .into_iter()
+                    .map(|mut term| {
+                        term.field = objects::events::stored_field(&term.field);
+                        term
+                    })
+                    .collect(),
+            )
+        } else {
+            fields
+        };
         Ok((labels, fields))
     }
 

@@ -3,6 +3,7 @@
 //! and CRD side effects). Every function runs under the store lock.
 
 pub mod builtin;
+pub mod events;
 
 use std::sync::Arc;
 
@@ -208,6 +209,9 @@ pub fn create(
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
     admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let key = info.storage_key();
     let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
@@ -414,6 +418,9 @@ pub fn update(
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
     admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -789,6 +796,9 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
 pub fn present(info: &ResourceInfo, object: &Arc<Value>) -> Arc<Value> {
     if let Some(shown) = admission::on_read(info, object) {
         return Arc::new(shown);
+    }
+    if events::is_events_api(info) {
+        return Arc::new(events::from_core(object));
     }
     if info.schema.is_some() {
         return object.clone();
