@@ -71,9 +71,11 @@
 //!   not pruned again on every read as kube-apiserver's storage decoder does: fields that a
 //!   later CRD update removed from the storage version's schema stay visible until the
 //!   object is written again.
-//! * History is the last `history_window` events (default 100 000), not etcd's time-based
-//!   compaction: lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`)
-//!   are rebuilt from it and get 410 Expired beyond it, as watches do.
+//! * History is the last `history_window` events (default 100 000) and at most
+//!   `history_bytes` of their objects (default 64 MiB), not etcd's time-based compaction:
+//!   lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`) are
+//!   rebuilt from it and get 410 Expired beyond it, as watches do. A server restarted on a
+//!   state directory keeps its objects but no history.
 //!
 //! # Benchmark
 //!

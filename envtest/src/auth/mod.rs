@@ -1,6 +1,7 @@
 //! Authentication (bearer tokens) and the authorization step of the request path
 //! ([`rbac`]: kube-apiserver's RBAC authorizer).
 
+pub mod escalation;
 pub mod rbac;
 
 use std::collections::HashMap;

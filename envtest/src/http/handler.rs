@@ -145,6 +145,8 @@ where
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
+    // YAML is converted off the async workers; everything below sees JSON.
+    let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
@@ -195,7 +197,12 @@ where
     }
     let field_validation =
         crate::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
-    let (response, warnings) =
+    // RBAC objects are checked against the writer's own permissions (escalation).
+    let writer = user.clone();
+    let escalation: crate::admission::WriteCheck = std::rc::Rc::new(move |state, info, namespace, object| {
+        crate::auth::escalation::check(state, &writer, info, namespace, object)
+    });
+    let (response, warnings) = crate::admission::checked(escalation, || {
         crate::admission::scoped(field_validation, || match (verb, path.subresource.as_deref()) {
             ("watch", _) => ctx.watch(),
             ("create", _) => ctx.create(&body),
@@ -208,7 +215,8 @@ where
             ("delete", None) => ctx.delete(&body),
             (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
             _ => Err(ApiError::method_not_allowed()),
-        });
+        })
+    });
     crate::admission::with_warnings(response, &warnings)
 }
 
@@ -383,6 +391,21 @@ impl Ctx<'_> {
                 .unwrap_or_default(),
             &self.info.field_selectors,
         )?;
+        // Selectors match stored objects: `events.k8s.io` names become the core ones.
+        let fields = if objects::events::is_events_api(self.info) {
+            FieldSelector(
+                fields
+                    .0
+                    .into_iter()
+                    .map(|mut term| {
+                        term.field = objects::events::stored_field(&term.field);
+                        term
+                    })
+                    .collect(),
+            )
+        } else {
+            fields
+        };
         Ok((labels, fields))
     }
 

@@ -4,6 +4,7 @@
 //! defaults the built-in kinds as their registry strategies do.
 
 pub mod builtin;
+pub mod events;
 
 use std::sync::Arc;
 
@@ -208,6 +209,10 @@ pub fn create(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let key = info.storage_key();
     let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
@@ -379,7 +384,9 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
     Ok(())
 }
 
-fn rebuild_registry(state: &mut State) {
+/// Rebuilds the served resources from the stored CRDs (after a CRD write, or when a
+/// state directory was restored).
+pub fn rebuild_registry(state: &mut State) {
     let registry = match state.collections.get(CRD_KEY) {
         Some(crds) => Registry::build_reusing(
             Some(&state.registry),
@@ -411,6 +418,10 @@ pub fn update(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -786,6 +797,9 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
 pub fn present(info: &ResourceInfo, object: &Arc<Value>) -> Arc<Value> {
     if let Some(shown) = admission::on_read(info, object) {
         return Arc::new(shown);
+    }
+    if events::is_events_api(info) {
+        return Arc::new(events::from_core(object));
     }
     if info.schema.is_some() {
         return object.clone();

@@ -72,7 +72,13 @@ impl ResourceInfo {
     }
 
     /// The storage key shared by every version of the resource (`configmaps`, `widgets.example.com`).
+    ///
+    /// `events.k8s.io` Events are stored with the core ones (kube-apiserver keeps both
+    /// under `/registry/events`): one resource seen through two APIs.
     pub fn storage_key(&self) -> String {
+        if self.group == "events.k8s.io" && self.plural == "events" && !self.custom {
+            return "events".to_owned();
+        }
         crate::meta::errors::qualified(&self.group, &self.plural)
     }
 
