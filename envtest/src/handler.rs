@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::apply;
 use super::auth::{Attributes, Authenticator, User, authorize};
+use super::decoding;
 use super::encode;
 use super::errors::{ApiError, ApiResult};
 use super::faults::Faults;
@@ -622,7 +623,7 @@ impl Ctx<'_> {
     }
 
     fn create(&self, body: &[u8]) -> ApiResult<Response<Body>> {
-        let mut object = parse_json(body)?;
+        let mut object = self.decode_body(body)?;
         let manager = self.manager();
         let stored = self.shared.store.write(|state| {
             apply::track_update(state, self.info, Endpoint::Main, None, &mut object, &manager);
@@ -631,8 +632,16 @@ impl Ctx<'_> {
         self.respond(201, &stored)
     }
 
+    /// A create or update body as kube-apiserver's decoder takes it (see [`decoding`]).
+    fn decode_body(&self, body: &[u8]) -> ApiResult<Value> {
+        let object = parse_json(body)?;
+        decoding::require_kind(self.info, body, &object)?;
+        super::admission::whole_object_body(decoding::duplicate_fields(body));
+        Ok(object)
+    }
+
     fn update(&self, body: &[u8], endpoint: Endpoint) -> ApiResult<Response<Body>> {
-        let mut object = parse_json(body)?;
+        let mut object = self.decode_body(body)?;
         let manager = self.manager();
         let key = self.key();
         let stored = self.shared.store.write(|state| {

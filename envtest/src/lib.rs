@@ -72,6 +72,7 @@ pub mod auth;
 pub mod bench;
 pub mod builtin;
 pub mod cel;
+pub mod decoding;
 pub mod encode;
 pub mod errors;
 pub mod faults;

@@ -119,6 +119,13 @@ pub fn check_type(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
             )));
         }
         Some(_) => {}
+        // The unstructured decoder of custom resources keeps the body's (empty) version,
+        // which the handler then refuses; built-in kinds take it from the URL.
+        None if info.custom => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data () does not match the expected API version ({expected})"
+            )));
+        }
         None => {
             map.insert("apiVersion".into(), json!(expected));
         }
