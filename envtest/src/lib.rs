@@ -79,6 +79,7 @@ pub mod faults;
 pub mod handler;
 pub mod harness;
 pub mod kubeconfig;
+pub mod labels;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
