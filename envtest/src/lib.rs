@@ -67,40 +67,18 @@
 //! (see [`mod@bench`]).
 
 pub mod admission;
-pub mod apply;
+pub mod api;
 pub mod auth;
-pub mod bench;
-pub mod builtin;
-pub mod cel;
-pub mod decoding;
-pub mod encode;
-pub mod errors;
-pub mod faults;
-pub mod handler;
 pub mod harness;
-pub mod kubeconfig;
-pub mod labels;
+pub mod http;
+pub mod meta;
 pub mod objects;
-pub mod openapi;
 pub mod patch;
-pub mod protobuf;
-pub mod rbac;
-pub mod request;
 pub mod resources;
 pub mod schema;
-pub mod selectors;
-pub mod server;
-pub mod smp;
-pub mod snapshot;
-pub mod store;
-pub mod table;
-pub mod tls;
-pub mod validation;
-pub mod versions;
-pub mod view;
-pub mod watch;
+pub mod storage;
 
+pub use api::faults::Faults;
 pub use auth::User;
-pub use errors::ApiError;
-pub use faults::Faults;
 pub use harness::{ADMIN, EnvtestError, TestEnv, TestEnvBuilder, service_account_user};
+pub use meta::errors::ApiError;
