@@ -3,5 +3,6 @@
 
 pub mod errors;
 pub mod labels;
+pub mod object_meta;
 pub mod selectors;
 pub mod validation;

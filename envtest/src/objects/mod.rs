@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::admission;
 use crate::meta::errors::{ApiError, ApiResult, forbidden_field, invalid_value, required};
+use crate::meta::object_meta;
 use crate::meta::validation::{NameRule, validate_name_with};
 use crate::resources::{Registry, ResourceInfo};
 use crate::storage::store::{EventType, State};
@@ -237,10 +238,12 @@ pub fn create(
             vec![required("metadata.name", "name or generateName is required")],
         ));
     };
-    let causes = validate_name_with("metadata.name", &name, NameRule::of(&info.group, &info.plural));
+    let mut causes = validate_name_with("metadata.name", &name, NameRule::of(&info.group, &info.plural));
+    causes.extend(object_meta::validate(meta(&object)));
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
+    admission::warn(object_meta::warnings(meta(&object)));
     if meta_str(&object, "resourceVersion").is_some() {
         return Err(ApiError::bad_request(
             "resourceVersion should not be set on objects to be created",
@@ -542,6 +545,11 @@ pub fn update(
             ));
         }
     }
+    let causes = object_meta::validate(meta(&new));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, name, causes));
+    }
+    admission::warn(object_meta::warnings(meta(&new)));
     if info.generation && spec_content(info, &new) != spec_content(info, &current) {
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));
