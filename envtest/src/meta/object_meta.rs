@@ -18,7 +18,7 @@ pub const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 /// Finalizers kube's own controllers use without a domain.
 const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
 
-fn strings<'a>(map: Option<&'a Value>) -> impl Iterator<Item = (&'a String, &'a str)> {
+fn strings(map: Option<&Value>) -> impl Iterator<Item = (&String, &str)> {
     map.and_then(Value::as_object)
         .into_iter()
         .flatten()
