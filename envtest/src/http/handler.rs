@@ -243,7 +243,7 @@ where
         view,
     };
     if verb == "list" {
-        return ctx.list().await;
+        return crate::admission::with_warnings(ctx.list().await, info.deprecation.as_slice());
     }
     let field_validation =
         crate::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
@@ -261,6 +261,7 @@ where
             (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
             _ => Err(ApiError::method_not_allowed()),
         });
+    let warnings: Vec<String> = info.deprecation.iter().cloned().chain(warnings).collect();
     crate::admission::with_warnings(response, &warnings)
 }
 

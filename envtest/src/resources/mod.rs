@@ -55,6 +55,9 @@ pub struct ResourceInfo {
     /// The compiled schema of a custom resource version (validation, defaulting, pruning,
     /// CEL) and its storage version; `None` for built-ins.
     pub schema: Option<Arc<crate::resources::versions::CrdVersion>>,
+    /// The `Warning` every request to a version marked `deprecated: true` gets (the CRD's
+    /// `deprecationWarning`, else apiextensions-apiserver's default wording).
+    pub deprecation: Option<String>,
 }
 
 impl ResourceInfo {
@@ -160,6 +163,7 @@ fn builtin(
         unconditional_update: true,
         field_selectors: Vec::new(),
         schema: None,
+        deprecation: None,
     }
 }
 
@@ -345,9 +349,47 @@ pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<Resourc
             unconditional_update: false,
             field_selectors: Vec::new(),
             schema: schemas.get(name).cloned(),
+            deprecation: deprecation(spec, version),
         });
     }
     out
+}
+
+/// The warning of a deprecated CRD version, as apiextensions-apiserver words it: the CRD's
+/// `deprecationWarning`, else `<group>/<version> <Kind> is deprecated; use <group>/<newer>
+/// <Kind>` naming the highest-priority served, non-deprecated version newer than it.
+fn deprecation(spec: &Value, version: &Value) -> Option<String> {
+    if version["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    if let Some(custom) = version["deprecationWarning"].as_str() {
+        return Some(custom.to_string());
+    }
+    let group = spec["group"].as_str().unwrap_or_default();
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    let name = version["name"].as_str().unwrap_or_default();
+    let mut message = format!("{group}/{name} {kind} is deprecated");
+    let newest = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|v| compare_versions(name, v).is_lt())
+        .max_by(|a, b| compare_versions(a, b));
+    if let Some(newest) = newest {
+        message.push_str(&format!("; use {group}/{newest} {kind}"));
+    }
+    Some(message)
+}
+
+/// apimachinery's `CompareKubeAwareVersionStrings`: `Greater` when `a` has the higher
+/// priority (GA > beta > alpha by number, then other names alphabetically first).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let (pa, pb) = (version_priority(a), version_priority(b));
+    (pa.0, pa.1, pa.2)
+        .cmp(&(pb.0, pb.1, pb.2))
+        .then_with(|| pb.3.cmp(&pa.3))
 }
 
 /// Kubernetes version priority: GA > beta > alpha > other, higher numbers first.
