@@ -1,6 +1,9 @@
-//! Authentication (bearer tokens) and the authorization step of the request path.
+//! Authentication (bearer tokens, impersonation), the authorization step of the request
+//! path, and the review resources that expose both.
 
+pub mod impersonation;
 pub mod rbac;
+pub mod reviews;
 
 use std::collections::HashMap;
 

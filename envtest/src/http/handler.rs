@@ -16,7 +16,7 @@ use crate::api::faults::Faults;
 use crate::api::table;
 use crate::api::view::View;
 use crate::api::watch;
-use crate::auth::{Attributes, Authenticator, User, authorize};
+use crate::auth::{Attributes, Authenticator, User, authorize, impersonation, reviews};
 use crate::http::request::{ResourcePath, Route, query};
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::meta::selectors::{FieldSelector, LabelSelector};
@@ -138,6 +138,8 @@ where
         }
         return Err(ApiError::unauthorized());
     };
+    let user = impersonation::effective_user(&shared.store.read(), user.clone(), request.headers())
+        .inspect_err(|error| shared.denials.record(&user, error))?;
     if let Route::OpenApi(path) = &route {
         if request.method() != Method::GET {
             return Err(ApiError::method_not_allowed());
@@ -197,6 +199,16 @@ where
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
+    if reviews::is_review(&info) {
+        if verb != "create" {
+            return Err(ApiError::method_not_allowed());
+        }
+        let body = crate::resources::protobuf::json_body(&info, verb, None, content_type.as_deref(), body)?;
+        let object = parse_json(&body)?;
+        let namespace = path.namespace.as_deref().unwrap_or_default();
+        let review = reviews::create(&shared.store.read(), &info, &user, namespace, &object)?;
+        return Ok(json_response(201, &review));
+    }
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,

@@ -58,6 +58,8 @@ pub struct ResourceInfo {
     /// The `Warning` every request to a version marked `deprecated: true` gets (the CRD's
     /// `deprecationWarning`, else apiextensions-apiserver's default wording).
     pub deprecation: Option<String>,
+    /// A virtual resource that only answers `create` (the access and identity reviews).
+    pub create_only: bool,
 }
 
 impl ResourceInfo {
@@ -85,16 +87,20 @@ impl ResourceInfo {
     }
 
     fn discovery(&self) -> Vec<Value> {
-        let verbs = [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ];
+        let verbs: &[&str] = if self.create_only {
+            &["create"]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        };
         let mut main = json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -164,6 +170,7 @@ fn builtin(
         field_selectors: Vec::new(),
         schema: None,
         deprecation: None,
+        create_only: false,
     }
 }
 
@@ -235,7 +242,37 @@ pub fn builtins() -> Vec<ResourceInfo> {
         label_selector: None,
     });
     let rbac = "rbac.authorization.k8s.io";
-    vec![
+    let review = |group: &str, plural: &str, kind: &str, namespaced: bool| ResourceInfo {
+        create_only: true,
+        ..builtin(group, "v1", plural, kind, namespaced, &[], &[], false)
+    };
+    let reviews = [
+        review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+        ),
+    ];
+    let mut all = vec![
         namespaces,
         deployments,
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[], false),
@@ -276,7 +313,9 @@ pub fn builtins() -> Vec<ResourceInfo> {
             &[],
             false,
         ),
-    ]
+    ];
+    all.extend(reviews);
+    all
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
@@ -350,6 +389,7 @@ pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<Resourc
             field_selectors: Vec::new(),
             schema: schemas.get(name).cloned(),
             deprecation: deprecation(spec, version),
+            create_only: false,
         });
     }
     out
