@@ -44,17 +44,45 @@ impl<T> SyncObject for T where
 pub trait MapiObject: SyncObject {
     /// `status.authoritativeAPI`, the field that selects the sync direction.
     fn authoritative_api(&self) -> Option<&AuthoritativeApi>;
+    /// `status.conditions`, where the sync reports the `Synchronized` condition. Kinds
+    /// that report it (`toolkit::status`) must return their conditions here: the writer
+    /// compares with them to write nothing when nothing changes.
+    fn conditions(&self) -> &[mapi::Condition] {
+        &[]
+    }
+    /// `status.synchronizedGeneration`: the authoritative generation last synchronized.
+    fn synchronized_generation(&self) -> Option<i64> {
+        None
+    }
 }
 
 impl MapiObject for mapi::Machine {
     fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
         self.status.as_ref()?.authoritative_api.as_ref()
     }
+    fn conditions(&self) -> &[mapi::Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default()
+    }
+    fn synchronized_generation(&self) -> Option<i64> {
+        self.status.as_ref()?.synchronized_generation
+    }
 }
 
 impl MapiObject for mapi::MachineSet {
     fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
         self.status.as_ref()?.authoritative_api.as_ref()
+    }
+    fn conditions(&self) -> &[mapi::Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default()
+    }
+    fn synchronized_generation(&self) -> Option<i64> {
+        self.status.as_ref()?.synchronized_generation
     }
 }
 

@@ -100,6 +100,7 @@ pub struct MachineStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     /// Conditions of the machine.
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The API that currently drives this machine: selects the sync direction.
@@ -198,6 +199,7 @@ pub struct MachineSetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
     /// Conditions of the set.
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The API that currently drives this set: selects the sync direction.
