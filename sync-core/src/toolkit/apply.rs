@@ -54,7 +54,22 @@ pub async fn apply<K>(
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let body = body(desired, part).map_err(kube::Error::SerdeError)?;
+    apply_typed(api, &(), manager, live, desired, part).await
+}
+
+/// [`apply`] for kinds known at run time (`DynamicObject` with its `ApiResource`).
+pub async fn apply_typed<K>(
+    api: &Api<K>,
+    types: &K::DynamicType,
+    manager: &str,
+    live: Option<&K>,
+    desired: &K,
+    part: Part,
+) -> Result<Applied<K>, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let body = body(desired, types, part).map_err(kube::Error::SerdeError)?;
     if let Some(live) = live
         && !would_change(live, &body, manager, part).map_err(kube::Error::SerdeError)?
     {
@@ -82,16 +97,13 @@ where
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
-fn body<K: Resource<DynamicType = ()> + Serialize>(
-    desired: &K,
-    part: Part,
-) -> Result<Value, serde_json::Error> {
+fn body<K: Resource + Serialize>(desired: &K, types: &K::DynamicType, part: Part) -> Result<Value, serde_json::Error> {
     let Value::Object(mut full) = serde_json::to_value(desired)? else {
         return Ok(Value::Null);
     };
     let mut out = Map::new();
-    out.insert("apiVersion".into(), K::api_version(&()).into());
-    out.insert("kind".into(), K::kind(&()).into());
+    out.insert("apiVersion".into(), K::api_version(types).into());
+    out.insert("kind".into(), K::kind(types).into());
     let mut metadata = Map::new();
     let mut live_meta = match full.remove("metadata") {
         Some(Value::Object(meta)) => meta,

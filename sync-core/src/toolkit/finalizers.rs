@@ -24,7 +24,7 @@ pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
 /// ends its reconcile there (the write's own event starts the next one, on fresh data).
 pub async fn ensure<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, kube::Error>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     if has(object, finalizer) {
         return Ok(false);
@@ -54,7 +54,7 @@ where
 /// there, or the object is already gone (NotFound is success: what was asked is true).
 pub async fn release<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, kube::Error>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
         return Ok(false);
@@ -70,6 +70,32 @@ where
             &PatchParams::default(),
             &Patch::<()>::Json(json_patch::Patch(ops)),
         )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// Removes every finalizer `strip` matches from `object` in one write (a mirror whose own
+/// controller is paused: nobody else will remove them). `Ok(true)`: some were removed;
+/// a gone object is success.
+pub async fn release_matching<K>(api: &Api<K>, object: &K, strip: impl Fn(&str) -> bool) -> Result<bool, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let current = object.finalizers();
+    let kept: Vec<&str> = current.iter().map(String::as_str).filter(|f| !strip(f)).collect();
+    if kept.len() == current.len() {
+        return Ok(false);
+    }
+    let ops = vec![
+        test("/metadata/finalizers", current.into()),
+        PatchOperation::Replace(json_patch::ReplaceOperation { path: pointer("/metadata/finalizers"), value: kept.into() }),
+    ];
+    match api
+        .patch(&object.name_any(), &PatchParams::default(), &Patch::<()>::Json(json_patch::Patch(ops)))
         .await
     {
         Ok(_) => Ok(true),
@@ -97,7 +123,7 @@ pub async fn release_after<K, G>(
     blocker: impl Fn(&str) -> bool,
 ) -> Result<Release, kube::Error>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
     G: Resource,
 {
     if gate.is_some_and(|gate| gate.meta().finalizers.iter().flatten().any(|f| blocker(f))) {

@@ -15,6 +15,6 @@ pub mod pause;
 pub mod report;
 pub mod status;
 
-pub use apply::{Applied, Part, apply};
+pub use apply::{Applied, Part, apply, apply_typed};
 pub use finalizers::{Release, SYNC_FINALIZER};
 pub use status::Synchronized;
