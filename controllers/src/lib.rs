@@ -2,3 +2,5 @@
 pub mod machine;
 pub mod machine_set;
 pub mod operator;
+#[cfg(feature = "embedded")]
+pub mod simulate;
