@@ -3,3 +3,5 @@ pub mod machine;
 pub mod machine_set;
 pub mod sync;
 pub mod operator;
+#[cfg(feature = "embedded")]
+pub mod simulate;

@@ -196,6 +196,23 @@ pub struct Cli {
         requires = "embedded"
     )]
     pub embedded_port: u16,
+
+    /// With --embedded: also run simulated providers (the Machine API machine and
+    /// MachineSet controllers, Cluster API's Machine and MachineSet controllers, the AWS
+    /// provider's AWSMachine controller), so that finalizers, phases, provider IDs, node
+    /// references and pausing behave as in a cluster. `--simulate-providers=false` to
+    /// watch the sync alone. Never run outside --embedded.
+    #[arg(
+        long,
+        env = "SYNC_SIMULATE_PROVIDERS",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = true,
+        action = ArgAction::Set
+    )]
+    pub simulate_providers: bool,
 }
 
 impl Cli {
@@ -207,6 +224,11 @@ impl Cli {
             (None, true) => "info,sync_core::hooks=debug",
             (None, false) => "info",
         }
+    }
+
+    /// Whether the simulated providers run: by default with `--embedded`, never without.
+    pub fn simulated_providers(&self) -> bool {
+        self.embedded && self.simulate_providers
     }
 
     /// The metrics address after defaults (`None`: disabled).
@@ -349,6 +371,15 @@ mod tests {
         );
         assert!(parse(&["--embedded", "--kubeconfig", "/x"]).is_err());
         assert!(parse(&["--embedded-port", "1"]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn simulated_providers_run_only_in_embedded_mode_unless_switched_off() -> Result<(), clap::Error> {
+        assert!(parse(&["--embedded"])?.simulated_providers());
+        assert!(!parse(&["--embedded", "--simulate-providers=false"])?.simulated_providers());
+        assert!(parse(&["--embedded", "--simulate-providers"])?.simulated_providers());
+        assert!(!parse(&[])?.simulated_providers());
         Ok(())
     }
 
