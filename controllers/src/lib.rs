@@ -1,7 +1,7 @@
 //! The Machine and MachineSet sync controllers, and the operator that runs them.
 pub mod machine;
 pub mod machine_set;
-pub mod sync;
 pub mod operator;
 #[cfg(feature = "embedded")]
 pub mod simulate;
+pub mod sync;

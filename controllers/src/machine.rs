@@ -21,7 +21,9 @@ use sync_core::{MapiObject, SyncContext};
 use sync_macros::sync_controller;
 
 use crate::sync::teardown::{delete, holds};
-use crate::sync::{CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners};
+use crate::sync::{
+    CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners,
+};
 
 /// Mirrors Machine API Machines and Cluster API Machines.
 #[sync_controller(
@@ -52,7 +54,9 @@ type Objects = SyncObjects<MachineSync>;
 
 impl SyncHooks<MachineSync> for MachineHooks {
     async fn reconcile_mapi_to_capi(&self, objects: &Objects, ctx: &Ctx) -> HookResult {
-        let Some(mapi) = objects.mapi.as_deref() else { return Ok(Action::await_change()) };
+        let Some(mapi) = objects.mapi.as_deref() else {
+            return Ok(Action::await_change());
+        };
         self.mirror_to_capi(mapi, objects, ctx, true).await
     }
 
@@ -71,26 +75,54 @@ impl SyncHooks<MachineSync> for MachineHooks {
 
 impl MachineHooks {
     /// MAPI is the source (`paused`: the mirror must not act while MAPI drives).
-    async fn mirror_to_capi(&self, mapi: &mapi::Machine, objects: &Objects, ctx: &Ctx, paused: bool) -> HookResult {
+    async fn mirror_to_capi(
+        &self,
+        mapi: &mapi::Machine,
+        objects: &Objects,
+        ctx: &Ctx,
+        paused: bool,
+    ) -> HookResult {
         let apis = Apis::new(ctx);
         if finalizers::ensure(&apis.mapi, mapi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
-        let owner = match owners::capi_owner_of_mapi_machine(mapi, &apis.capi_sets, &self.cluster, ctx).await {
+        let owner = match owners::capi_owner_of_mapi_machine(mapi, &apis.capi_sets, &self.cluster, ctx).await
+        {
             Ok(owner) => owner,
             Err(owners::OwnerError::Unsupported(message)) => {
-                return report::fail(ctx, CONTROLLER, objects, "FailedToConvertMAPIMachineToCAPI", message).await;
+                return report::fail(
+                    ctx,
+                    CONTROLLER,
+                    objects,
+                    "FailedToConvertMAPIMachineToCAPI",
+                    message,
+                )
+                .await;
             }
             Err(owners::OwnerError::Waiting(message)) => {
-                status::write(&apis.mapi, CONTROLLER, mapi, &Synchronized::progressing("WaitingForCAPIMachineSet", message))
-                    .await?;
+                status::write(
+                    &apis.mapi,
+                    CONTROLLER,
+                    mapi,
+                    &Synchronized::progressing("WaitingForCAPIMachineSet", message),
+                )
+                .await?;
                 return Ok(Action::requeue(Duration::from_secs(5)));
             }
             Err(owners::OwnerError::Api(error)) => return Err(error.into()),
         };
         let converted = match self.platform.machine_to_capi(mapi) {
             Ok(converted) => converted,
-            Err(error) => return report::fail(ctx, CONTROLLER, objects, "FailedToConvertMAPIMachineToCAPI", error).await,
+            Err(error) => {
+                return report::fail(
+                    ctx,
+                    CONTROLLER,
+                    objects,
+                    "FailedToConvertMAPIMachineToCAPI",
+                    error,
+                )
+                .await;
+            }
         };
         warn_conversion(ctx, mapi.object_ref(&()), &converted.warnings).await;
         let (mut machine, mut infra) = (converted.value.machine, converted.value.infra);
@@ -100,7 +132,15 @@ impl MachineHooks {
         machine.metadata.owner_references = owner.map(|o| vec![o]);
         set_paused(&mut machine.metadata.annotations, paused);
         add_finalizer(&mut machine.metadata.finalizers, SYNC_FINALIZER);
-        let machine = match apply(&apis.capi, CONTROLLER, objects.capi.as_deref(), &machine, Part::Object).await? {
+        let machine = match apply(
+            &apis.capi,
+            CONTROLLER,
+            objects.capi.as_deref(),
+            &machine,
+            Part::Object,
+        )
+        .await?
+        {
             Applied::Written(written) => *written,
             Applied::Unchanged => objects.capi.as_deref().cloned().unwrap_or(machine),
         };
@@ -123,18 +163,40 @@ impl MachineHooks {
             status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
             return Ok(Action::requeue(RECREATE_DELAY));
         }
-        if live_infra.as_ref().is_some_and(|l| l.meta().deletion_timestamp.is_some()) {
+        if live_infra
+            .as_ref()
+            .is_some_and(|l| l.meta().deletion_timestamp.is_some())
+        {
             return Ok(Action::requeue(RECREATE_DELAY));
         }
         let infra_status = infra.data.get("status").cloned();
-        apply_typed(&infra_api, &resource, CONTROLLER, live_infra.as_ref(), &infra, Part::Object).await?;
+        apply_typed(
+            &infra_api,
+            &resource,
+            CONTROLLER,
+            live_infra.as_ref(),
+            &infra,
+            Part::Object,
+        )
+        .await?;
 
         if mapi.synchronized_generation() == mapi.metadata.generation {
-            let copy = capi::Machine { status: machine_status, ..machine.clone() };
+            let copy = capi::Machine {
+                status: machine_status,
+                ..machine.clone()
+            };
             apply(&apis.capi, CONTROLLER, Some(&machine), &copy, Part::Status).await?;
             if infra_status.is_some() {
                 let live = infra_api.get_opt(&infra.name_any()).await?;
-                apply_typed(&infra_api, &resource, CONTROLLER, live.as_ref(), &infra, Part::Status).await?;
+                apply_typed(
+                    &infra_api,
+                    &resource,
+                    CONTROLLER,
+                    live.as_ref(),
+                    &infra,
+                    Part::Status,
+                )
+                .await?;
             }
         }
         let generation = mapi.metadata.generation.unwrap_or_default();
@@ -143,16 +205,30 @@ impl MachineHooks {
     }
 
     /// CAPI is the source; `mapi: None` is a CAPI-only Machine of a mirrored MachineSet.
-    async fn mirror_to_mapi(&self, mapi: Option<&mapi::Machine>, capi: &capi::Machine, objects: &Objects, ctx: &Ctx) -> HookResult {
+    async fn mirror_to_mapi(
+        &self,
+        mapi: Option<&mapi::Machine>,
+        capi: &capi::Machine,
+        objects: &Objects,
+        ctx: &Ctx,
+    ) -> HookResult {
         let apis = Apis::new(ctx);
         if finalizers::ensure(&apis.capi, capi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
         let Some(infra) = ctx.infra_object(objects).await? else {
             if let Some(mapi) = mapi {
-                let message = format!("waiting for {}", objects.infra_ref().map(ToString::to_string).unwrap_or_default());
-                status::write(&apis.mapi, CONTROLLER, mapi, &Synchronized::progressing("WaitingForCAPIInfraMachine", message))
-                    .await?;
+                let message = format!(
+                    "waiting for {}",
+                    objects.infra_ref().map(ToString::to_string).unwrap_or_default()
+                );
+                status::write(
+                    &apis.mapi,
+                    CONTROLLER,
+                    mapi,
+                    &Synchronized::progressing("WaitingForCAPIInfraMachine", message),
+                )
+                .await?;
             }
             return Ok(Action::await_change());
         };
@@ -161,18 +237,41 @@ impl MachineHooks {
             return Ok(Action::await_change());
         }
         if let Err(message) = owners::check_capi_machine_owners(capi) {
-            return report::fail(ctx, CONTROLLER, objects, "FailedToConvertCAPIMachineToMAPI", message).await;
+            return report::fail(
+                ctx,
+                CONTROLLER,
+                objects,
+                "FailedToConvertCAPIMachineToMAPI",
+                message,
+            )
+            .await;
         }
         let converted = match self.platform.machine_to_mapi(capi, &infra) {
             Ok(converted) => converted,
-            Err(error) => return report::fail(ctx, CONTROLLER, objects, "FailedToConvertCAPIMachineToMAPI", error).await,
+            Err(error) => {
+                return report::fail(
+                    ctx,
+                    CONTROLLER,
+                    objects,
+                    "FailedToConvertCAPIMachineToMAPI",
+                    error,
+                )
+                .await;
+            }
         };
-        warn_conversion(ctx, mapi.map_or_else(|| capi.object_ref(&()), |m| m.object_ref(&())), &converted.warnings).await;
+        warn_conversion(
+            ctx,
+            mapi.map_or_else(|| capi.object_ref(&()), |m| m.object_ref(&())),
+            &converted.warnings,
+        )
+        .await;
         let mut machine = converted.value;
         machine.metadata.namespace = Some(ctx.namespaces.mapi.clone());
         // The MAPI object keeps its own authority; a new mirror is driven by Cluster API.
-        machine.spec.authoritative_api =
-            Some(mapi.and_then(|m| m.spec.authoritative_api.clone()).unwrap_or(AuthoritativeApi::ClusterApi));
+        machine.spec.authoritative_api = Some(
+            mapi.and_then(|m| m.spec.authoritative_api.clone())
+                .unwrap_or(AuthoritativeApi::ClusterApi),
+        );
         machine.metadata.owner_references = owners::mapi_owner_of_capi_machine(capi, ctx);
         if let Some(annotations) = machine.metadata.annotations.as_mut() {
             annotations.remove(pause::PAUSED_ANNOTATION);
@@ -185,10 +284,20 @@ impl MachineHooks {
         if mapi.is_none() {
             // A new mirror: its status says Cluster API drives it.
             let authority = mapi::Machine {
-                status: Some(mapi::MachineStatus { authoritative_api: Some(AuthoritativeApi::ClusterApi), ..Default::default() }),
+                status: Some(mapi::MachineStatus {
+                    authoritative_api: Some(AuthoritativeApi::ClusterApi),
+                    ..Default::default()
+                }),
                 ..written.clone()
             };
-            apply(&apis.mapi, &format!("{CONTROLLER}-AuthoritativeAPI"), None, &authority, Part::Status).await?;
+            apply(
+                &apis.mapi,
+                &format!("{CONTROLLER}-AuthoritativeAPI"),
+                None,
+                &authority,
+                Part::Status,
+            )
+            .await?;
             return Ok(Action::await_change());
         }
         if written.synchronized_generation() == capi.metadata.generation {
@@ -224,11 +333,16 @@ impl MachineHooks {
                 }
                 // The paused CAPI controllers will not: strip the mirror's finalizers.
                 if let (Some(infra), Some(api)) = (&infra, &infra_api) {
-                    finalizers::release_matching(api, infra, |f| f == SYNC_FINALIZER || f.ends_with(INFRA_FINALIZER_SUFFIX))
-                        .await?;
+                    finalizers::release_matching(api, infra, |f| {
+                        f == SYNC_FINALIZER || f.ends_with(INFRA_FINALIZER_SUFFIX)
+                    })
+                    .await?;
                 }
                 if let Some(capi) = capi {
-                    finalizers::release_matching(&apis.capi, capi, |f| f == SYNC_FINALIZER || f == CAPI_MACHINE_FINALIZER).await?;
+                    finalizers::release_matching(&apis.capi, capi, |f| {
+                        f == SYNC_FINALIZER || f == CAPI_MACHINE_FINALIZER
+                    })
+                    .await?;
                 }
                 if let Some(mapi) = mapi {
                     finalizers::release(&apis.mapi, mapi, SYNC_FINALIZER).await?;
@@ -243,7 +357,10 @@ impl MachineHooks {
                     return Ok(Action::await_change());
                 }
                 if let Some(mapi) = mapi {
-                    finalizers::release_matching(&apis.mapi, mapi, |f| f == SYNC_FINALIZER || f == MAPI_MACHINE_FINALIZER).await?;
+                    finalizers::release_matching(&apis.mapi, mapi, |f| {
+                        f == SYNC_FINALIZER || f == MAPI_MACHINE_FINALIZER
+                    })
+                    .await?;
                 }
                 if let Some(capi) = capi {
                     finalizers::release(&apis.capi, capi, SYNC_FINALIZER).await?;
@@ -253,14 +370,30 @@ impl MachineHooks {
         Ok(Action::await_change())
     }
 
-    async fn infra_api(&self, ctx: &Ctx, infra: &DynamicObject) -> Result<(Api<DynamicObject>, ApiResource), sync_core::HookError> {
-        let types = infra.types.as_ref().ok_or("InfraMachine without apiVersion/kind")?;
+    async fn infra_api(
+        &self,
+        ctx: &Ctx,
+        infra: &DynamicObject,
+    ) -> Result<(Api<DynamicObject>, ApiResource), sync_core::HookError> {
+        let types = infra
+            .types
+            .as_ref()
+            .ok_or("InfraMachine without apiVersion/kind")?;
         let group_kind = GroupKind {
-            group: types.api_version.split_once('/').map_or("", |(g, _)| g).to_owned(),
+            group: types
+                .api_version
+                .split_once('/')
+                .map_or("", |(g, _)| g)
+                .to_owned(),
             kind: types.kind.clone(),
         };
-        let tracker = ctx.infra.as_ref().ok_or("the Machine controller runs without infrastructure tracking")?;
-        Ok(tracker.api(&group_kind, types.api_version.split_once('/').map(|(_, v)| v)).await?)
+        let tracker = ctx
+            .infra
+            .as_ref()
+            .ok_or("the Machine controller runs without infrastructure tracking")?;
+        Ok(tracker
+            .api(&group_kind, types.api_version.split_once('/').map(|(_, v)| v))
+            .await?)
     }
 }
 

@@ -71,10 +71,16 @@ mod tests {
         }))?;
         let cluster = Cluster::from_object(&object)?;
         assert_eq!(cluster.infrastructure_name, "demo-x7k2p");
-        assert_eq!((cluster.platform.as_str(), cluster.region.as_deref()), ("AWS", Some("eu-west-1")));
+        assert_eq!(
+            (cluster.platform.as_str(), cluster.region.as_deref()),
+            ("AWS", Some("eu-west-1"))
+        );
         let empty: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"}}))?;
-        assert!(matches!(Cluster::from_object(&empty), Err(ClusterError::Missing(_))));
+        assert!(matches!(
+            Cluster::from_object(&empty),
+            Err(ClusterError::Missing(_))
+        ));
         Ok(())
     }
 }

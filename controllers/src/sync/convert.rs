@@ -45,9 +45,16 @@ pub trait Platform: Send + Sync + 'static {
     /// MAPI Machine → CAPI Machine and InfraMachine.
     fn machine_to_capi(&self, machine: &mapi::Machine) -> Result<Converted<CapiMachine>, ConversionError>;
     /// CAPI Machine and InfraMachine → MAPI Machine.
-    fn machine_to_mapi(&self, machine: &capi::Machine, infra: &DynamicObject) -> Result<Converted<mapi::Machine>, ConversionError>;
+    fn machine_to_mapi(
+        &self,
+        machine: &capi::Machine,
+        infra: &DynamicObject,
+    ) -> Result<Converted<mapi::Machine>, ConversionError>;
     /// MAPI MachineSet → CAPI MachineSet and InfraMachineTemplate.
-    fn machine_set_to_capi(&self, set: &mapi::MachineSet) -> Result<Converted<CapiMachineSet>, ConversionError>;
+    fn machine_set_to_capi(
+        &self,
+        set: &mapi::MachineSet,
+    ) -> Result<Converted<CapiMachineSet>, ConversionError>;
     /// CAPI MachineSet and InfraMachineTemplate → MAPI MachineSet.
     fn machine_set_to_mapi(
         &self,

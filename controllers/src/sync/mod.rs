@@ -14,5 +14,7 @@ pub const MAPI_MACHINE_FINALIZER: &str = "machine.machine.openshift.io";
 pub const CAPI_MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";
 /// InfraMachine finalizers are matched by this suffix (`awsmachine.infrastructure.cluster.x-k8s.io`, …).
 pub const INFRA_FINALIZER_SUFFIX: &str = ".cluster.x-k8s.io";
+/// The finalizer of the CAPI MachineSet controller.
+pub const CAPI_MACHINE_SET_FINALIZER: &str = "cluster.x-k8s.io/machineset";
 /// The label that ties an InfraMachineTemplate to its MachineSet.
 pub const MACHINE_SET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";

@@ -66,26 +66,36 @@ pub async fn capi_owner_of_mapi_machine(
 pub fn check_capi_machine_owners(machine: &capi::Machine) -> Result<(), String> {
     match machine.owner_references() {
         [] => Ok(()),
-        [owner] if api_group(&owner.api_version) == capi::GROUP && matches!(owner.kind.as_str(), "MachineSet" | "Cluster") => {
+        [owner]
+            if api_group(&owner.api_version) == capi::GROUP
+                && matches!(owner.kind.as_str(), "MachineSet" | "Cluster") =>
+        {
             Ok(())
         }
         [owner] => Err(format!(
             "metadata.ownerReferences: owner kind {} {} is not supported for conversion",
             owner.api_version, owner.kind
         )),
-        more => Err(format!("metadata.ownerReferences: must have at most 1 item, has {}", more.len())),
+        more => Err(format!(
+            "metadata.ownerReferences: must have at most 1 item, has {}",
+            more.len()
+        )),
     }
 }
 
 /// The owner of a MAPI Machine mirroring `machine`: the MAPI MachineSet mirroring its
 /// CAPI MachineSet owner, when there is one.
-pub fn mapi_owner_of_capi_machine(machine: &capi::Machine, ctx: &SyncContext<MachineSync>) -> Option<Vec<OwnerReference>> {
+pub fn mapi_owner_of_capi_machine(
+    machine: &capi::Machine,
+    ctx: &SyncContext<MachineSync>,
+) -> Option<Vec<OwnerReference>> {
     let owner = machine
         .owner_references()
         .iter()
         .find(|o| o.kind == "MachineSet" && api_group(&o.api_version) == capi::GROUP)?;
     let store = ctx.caches.owner_mirrors.as_ref()?;
-    let set = store.get(&kube::runtime::reflector::ObjectRef::new(&owner.name).within(&ctx.namespaces.mapi))?;
+    let set =
+        store.get(&kube::runtime::reflector::ObjectRef::new(&owner.name).within(&ctx.namespaces.mapi))?;
     Some(vec![controller_ref(set.as_ref())])
 }
 
@@ -95,7 +105,10 @@ pub async fn cluster_owner<P: sync_core::SyncPair>(
     ctx: &SyncContext<P>,
     cluster: &Cluster,
 ) -> Result<Option<OwnerReference>, kube::Error> {
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(capi::GROUP, capi::VERSION, "Cluster"), "clusters");
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(capi::GROUP, capi::VERSION, "Cluster"),
+        "clusters",
+    );
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ctx.namespaces.capi, &resource);
     match api.get_opt(&cluster.infrastructure_name).await {
         Ok(Some(object)) => Ok(Some(OwnerReference {

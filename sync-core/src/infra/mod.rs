@@ -218,11 +218,15 @@ impl InfraTracker {
     /// The whole object `reference` names, read from the API server (the caches hold
     /// metadata only).
     pub async fn fetch(&self, reference: &InfraRef) -> Result<Option<DynamicObject>, ResolveError> {
-        let (api, _) = self.api(&reference.group_kind(), reference.version.as_deref()).await?;
-        api.get_opt(&reference.name).await.map_err(|source| ResolveError::Api {
-            group_kind: reference.group_kind(),
-            source,
-        })
+        let (api, _) = self
+            .api(&reference.group_kind(), reference.version.as_deref())
+            .await?;
+        api.get_opt(&reference.name)
+            .await
+            .map_err(|source| ResolveError::Api {
+                group_kind: reference.group_kind(),
+                source,
+            })
     }
 
     /// A client for the objects of `group_kind` in the CAPI namespace, and the resource it

@@ -97,7 +97,11 @@ where
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
-fn body<K: Resource + Serialize>(desired: &K, types: &K::DynamicType, part: Part) -> Result<Value, serde_json::Error> {
+fn body<K: Resource + Serialize>(
+    desired: &K,
+    types: &K::DynamicType,
+    part: Part,
+) -> Result<Value, serde_json::Error> {
     let Value::Object(mut full) = serde_json::to_value(desired)? else {
         return Ok(Value::Null);
     };

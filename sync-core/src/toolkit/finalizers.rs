@@ -81,7 +81,11 @@ where
 /// Removes every finalizer `strip` matches from `object` in one write (a mirror whose own
 /// controller is paused: nobody else will remove them). `Ok(true)`: some were removed;
 /// a gone object is success.
-pub async fn release_matching<K>(api: &Api<K>, object: &K, strip: impl Fn(&str) -> bool) -> Result<bool, kube::Error>
+pub async fn release_matching<K>(
+    api: &Api<K>,
+    object: &K,
+    strip: impl Fn(&str) -> bool,
+) -> Result<bool, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -92,10 +96,17 @@ where
     }
     let ops = vec![
         test("/metadata/finalizers", current.into()),
-        PatchOperation::Replace(json_patch::ReplaceOperation { path: pointer("/metadata/finalizers"), value: kept.into() }),
+        PatchOperation::Replace(json_patch::ReplaceOperation {
+            path: pointer("/metadata/finalizers"),
+            value: kept.into(),
+        }),
     ];
     match api
-        .patch(&object.name_any(), &PatchParams::default(), &Patch::<()>::Json(json_patch::Patch(ops)))
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(json_patch::Patch(ops)),
+        )
         .await
     {
         Ok(_) => Ok(true),
