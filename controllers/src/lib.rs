@@ -2,6 +2,7 @@
 pub mod machine;
 pub mod machine_set;
 pub mod operator;
+pub mod platform;
 #[cfg(feature = "embedded")]
 pub mod simulate;
 pub mod sync;
