@@ -363,10 +363,12 @@ fn collect_unknown(input: &Value, parsed: &Value, path: &FieldPath, found: &mut 
     }
 }
 
-/// Null, or objects and lists with nothing but such values inside (Go's zero values).
+/// Null, the empty string, or objects and lists with nothing but such values inside (Go's
+/// zero values, which the typed value leaves out).
 fn carries_nothing(value: &Value) -> bool {
     match value {
         Value::Null => true,
+        Value::String(text) => text.is_empty(),
         Value::Object(map) => map.values().all(carries_nothing),
         Value::Array(items) => items.is_empty(),
         _ => false,
