@@ -326,9 +326,14 @@ fn convert_spec(
         ));
     }
     let provider_path = path.child("providerSpec").child("value");
-    let provider = parse_provider(spec, &provider_path, report).unwrap_or_default();
     let context = aws::Context { infra, control_plane };
-    let aws_spec = aws::to_aws_machine_spec(&provider, &context, &provider_path, report);
+    // A providerSpec that does not parse is one error; its fields are not checked further.
+    let provider = parse_provider(spec, &provider_path, report);
+    let aws_spec = provider
+        .as_ref()
+        .map(|provider| aws::to_aws_machine_spec(provider, &context, &provider_path, report))
+        .unwrap_or_default();
+    let provider = provider.unwrap_or_default();
     let node_meta = spec.metadata.clone().unwrap_or_default();
     let mut node_annotations = node_meta.annotations.unwrap_or_default();
     meta::lifecycle_hooks_to_annotations(spec.lifecycle_hooks.as_ref(), &mut node_annotations);
