@@ -163,11 +163,19 @@ fn replica_name(cli: &Cli) -> String {
 /// A client from `--kubeconfig`/`--context`, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account.
 pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
+    client_from(cli.kubeconfig.as_deref(), cli.context.as_deref()).await
+}
+
+/// A client from a kubeconfig file and context, with [`client`]'s fallbacks.
+pub async fn client_from(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<Client, OperatorError> {
     let options = KubeConfigOptions {
-        context: cli.context.clone(),
+        context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
     };
-    let config = match (&cli.kubeconfig, &cli.context) {
+    let config = match (kubeconfig, context) {
         (Some(path), _) => {
             kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
         }
