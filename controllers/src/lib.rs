@@ -1,4 +1,5 @@
 //! The Machine and MachineSet sync controllers, and the operator that runs them.
+pub mod convert;
 pub mod machine;
 pub mod machine_set;
 pub mod operator;

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::{Resource, ResourceExt};
+use sync_core::SyncContext;
 use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_typed, finalizers, pause, report};
-use sync_core::{MapiObject, SyncContext};
 use sync_macros::sync_controller;
 
 use crate::sync::teardown::{delete, holds};
@@ -180,9 +180,13 @@ impl MachineHooks {
         )
         .await?;
 
-        if mapi.synchronized_generation() == mapi.metadata.generation {
+        if status::synchronized_generation(mapi) == mapi.metadata.generation {
+            let status = machine_status.map(|mut status| {
+                status.observed_generation = machine.metadata.generation;
+                status
+            });
             let copy = capi::Machine {
-                status: machine_status,
+                status,
                 ..machine.clone()
             };
             apply(&apis.capi, CONTROLLER, Some(&machine), &copy, Part::Status).await?;
@@ -285,7 +289,10 @@ impl MachineHooks {
             // A new mirror: its status says Cluster API drives it.
             let authority = mapi::Machine {
                 status: Some(mapi::MachineStatus {
-                    authoritative_api: Some(AuthoritativeApi::ClusterApi),
+                    sync: sync_core::api::SyncStatus {
+                        authoritative_api: Some(AuthoritativeApi::ClusterApi),
+                        ..Default::default()
+                    },
                     ..Default::default()
                 }),
                 ..written.clone()
@@ -300,7 +307,7 @@ impl MachineHooks {
             .await?;
             return Ok(Action::await_change());
         }
-        if written.synchronized_generation() == capi.metadata.generation {
+        if status::synchronized_generation(&written) == capi.metadata.generation {
             let mut copy = written.clone();
             copy.status = machine.status.map(status_without_sync_fields);
             apply(&apis.mapi, CONTROLLER, Some(&written), &copy, Part::Status).await?;
@@ -331,8 +338,10 @@ impl MachineHooks {
                 if mapi.is_some_and(|m| holds(m, |f| f == MAPI_MACHINE_FINALIZER)) {
                     return Ok(Action::await_change());
                 }
-                // The paused CAPI controllers will not: strip the mirror's finalizers.
+                // The paused CAPI controllers will not: delete the mirror's InfraMachine
+                // and strip the mirror's finalizers.
                 if let (Some(infra), Some(api)) = (&infra, &infra_api) {
+                    delete(api, infra).await?;
                     finalizers::release_matching(api, infra, |f| {
                         f == SYNC_FINALIZER || f.ends_with(INFRA_FINALIZER_SUFFIX)
                     })
@@ -440,10 +449,10 @@ pub(crate) fn add_finalizer(list: &mut Option<Vec<String>>, finalizer: &str) {
 /// A MAPI status as the main field manager writes it: authority, generation and the
 /// Synchronized condition belong to other owners.
 fn status_without_sync_fields(mut status: mapi::MachineStatus) -> mapi::MachineStatus {
-    status.authoritative_api = None;
-    status.synchronized_api = None;
-    status.synchronized_generation = None;
-    if let Some(conditions) = status.conditions.as_mut() {
+    status.sync.authoritative_api = None;
+    status.sync.synchronized_api = None;
+    status.sync.synchronized_generation = None;
+    if let Some(conditions) = status.sync.conditions.as_mut() {
         conditions.retain(|c| c.type_ != status::SYNCHRONIZED);
     }
     status

@@ -159,6 +159,7 @@ impl MachineSetHooks {
         if observed.is_some() && observed == mapi.metadata.generation {
             let mut status = set_status.unwrap_or_default();
             status.up_to_date_replicas.get_or_insert(0);
+            status.observed_generation = set.metadata.generation;
             let copy = capi::MachineSet {
                 status: Some(status),
                 ..set.clone()
@@ -239,10 +240,10 @@ impl MachineSetHooks {
             && observed.is_some()
             && observed == capi.metadata.generation
         {
-            status.authoritative_api = None;
-            status.synchronized_api = None;
-            status.synchronized_generation = None;
-            status.conditions = None;
+            status.sync.authoritative_api = None;
+            status.sync.synchronized_api = None;
+            status.sync.synchronized_generation = None;
+            status.sync.conditions = None;
             let copy = mapi::MachineSet {
                 status: Some(status),
                 ..written.clone()

@@ -204,21 +204,27 @@ async fn the_synchronized_condition_keeps_to_its_own_field_manager() -> TestResu
     let cond = status::synchronized(&synced).cloned().ok_or("no condition")?;
     assert_eq!((cond.status.as_str(), cond.severity.as_deref()), ("True", None));
     assert_eq!(
-        synced.status.as_ref().and_then(|s| s.synchronized_generation),
+        synced
+            .status
+            .as_ref()
+            .and_then(|s| s.sync.synchronized_generation),
         Some(3)
     );
     // The other controller's condition and authority are untouched, and not ours.
     let conditions: Vec<&str> = synced
         .status
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
+        .and_then(|s| s.sync.conditions.as_ref())
         .into_iter()
         .flatten()
         .map(|c| c.type_.as_str())
         .collect();
     assert_eq!(conditions, ["Drained", "Synchronized"]);
     assert_eq!(
-        synced.status.as_ref().and_then(|s| s.authoritative_api.clone()),
+        synced
+            .status
+            .as_ref()
+            .and_then(|s| s.sync.authoritative_api.clone()),
         Some(AuthoritativeApi::MachineApi)
     );
     let ours = managers_of(&synced)
@@ -248,7 +254,10 @@ async fn the_synchronized_condition_keeps_to_its_own_field_manager() -> TestResu
     );
     assert_eq!(cond2.reason.as_deref(), Some("FailedToConvertMAPIMachineToCAPI"));
     assert_eq!(
-        broken.status.as_ref().and_then(|s| s.synchronized_generation),
+        broken
+            .status
+            .as_ref()
+            .and_then(|s| s.sync.synchronized_generation),
         Some(3)
     );
     // Same status, another reason: the transition time stays.

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use controllers::machine::{MachineHooks, MachineSync};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
-use controllers::platform::aws::Aws;
 use controllers::simulate::SimulatedProviders;
 use controllers::sync::Cluster as ClusterFacts;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -45,6 +44,17 @@ pub async fn aws_cluster() -> TestResult<Cluster> {
     Ok(cluster)
 }
 
+/// The `Infrastructure` object of the test clusters: AWS, [`CLUSTER_NAME`], [`REGION`].
+pub fn infrastructure() -> TestResult<sync_core::api::Infrastructure> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+        "metadata": {"name": "cluster"},
+        "spec": {"platformSpec": {"type": "AWS"}},
+        "status": {"infrastructureName": CLUSTER_NAME, "platform": "AWS",
+                   "platformStatus": {"type": "AWS", "aws": {"region": REGION}}}
+    }))?)
+}
+
 /// The controllers with the real hooks (and the simulated providers).
 pub struct RealSync {
     /// Every reconcile of both controllers.
@@ -68,12 +78,8 @@ impl RealSync {
         infra.retry.max = Duration::from_secs(1);
         let tracker = InfraTracker::new(cluster.controller_client.clone(), infra);
         let observer = RecordingObserver::new();
-        let facts = Arc::new(ClusterFacts {
-            infrastructure_name: CLUSTER_NAME.into(),
-            platform: "AWS".into(),
-            region: Some(REGION.into()),
-        });
-        let platform: Arc<dyn controllers::sync::Platform> = Arc::new(Aws::new((*facts).clone()));
+        let facts = Arc::new(ClusterFacts::from_infrastructure(infrastructure()?));
+        let platform = controllers::platform::for_cluster(&facts)?;
         let stop = CancellationToken::new();
         let machines = SyncController::<MachineSync>::new(cluster.controller_client.clone(), config.clone())
             .with_infra(tracker.clone())
@@ -248,7 +254,7 @@ pub fn synchronized<M: sync_core::MapiObject>(object: &M) -> Option<(String, Str
 
 /// Whether `object` is the authoritative-side mirror of a MAPI object's authority.
 pub fn authority_of(machine: &mapi::Machine) -> Option<AuthoritativeApi> {
-    machine.status.as_ref()?.authoritative_api.clone()
+    machine.status.as_ref()?.sync.authoritative_api.clone()
 }
 
 /// The object's finalizers.

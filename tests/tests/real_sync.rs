@@ -10,8 +10,8 @@ use e2e::real::{
     eventually, finalizers_of, provider_spec, synchronized,
 };
 use e2e::{Cluster, TestResult};
+use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Resource, ResourceExt};
 use serde_json::json;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::toolkit::SYNC_FINALIZER;
@@ -31,7 +31,11 @@ async fn synced_machine(
         async move {
             let machine = api.get(name).await?;
             let done = synchronized(&machine).is_some_and(|(s, _)| s == "True")
-                && machine.status.as_ref().and_then(|s| s.synchronized_generation) == generation_of(&machine);
+                && machine
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.sync.synchronized_generation)
+                    == generation_of(&machine);
             Ok(done.then_some(machine))
         }
     })
@@ -122,12 +126,42 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
     );
     assert_eq!(finalizers_of(&infra), [SYNC_FINALIZER]);
 
-    // Nothing more to write: the mirror's own watch events cause no further writes.
-    let (capi_rv, infra_rv, mapi_rv) = (
-        machine.resource_version(),
-        infra.resource_version(),
-        mapi.resource_version(),
-    );
+    // Once the status is copied too, nothing more is written: the mirrors' own watch
+    // events, and a change of a field the sync does not own, cause no write.
+    let capi_api = cluster.capi_machines();
+    eventually("the CAPI status copied", || {
+        let api = capi_api.clone();
+        async move {
+            let m = api.get("w-1").await?;
+            Ok(
+                (m.status.as_ref().and_then(|s| s.observed_generation) == m.metadata.generation)
+                    .then_some(()),
+            )
+        }
+    })
+    .await?;
+    let reconciles = || {
+        sync.observer
+            .reconciles()
+            .iter()
+            .filter(|r| r.name == "w-1")
+            .count()
+    };
+    let before = reconciles();
+    let touched = aws(&cluster, "AWSMachine")
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"theirs": "x"}}})),
+        )
+        .await?;
+    eventually("a reconcile of the touched pair", || async {
+        Ok((reconciles() > before).then_some(()))
+    })
+    .await?;
+    let capi_rv = cluster.capi_machines().get("w-1").await?.resource_version();
+    let mapi_rv = cluster.mapi_machines().get("w-1").await?.resource_version();
+    let before = reconciles();
     cluster
         .mapi_machines()
         .patch(
@@ -136,9 +170,15 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
         )
         .await?;
-    let touched = sync.observer.reconciles().len();
+    aws(&cluster, "AWSMachine")
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"theirs": "y"}}})),
+        )
+        .await?;
     eventually("another reconcile", || async {
-        Ok((sync.observer.reconciles().len() > touched).then_some(()))
+        Ok((reconciles() > before).then_some(()))
     })
     .await?;
     assert_eq!(
@@ -146,13 +186,12 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
         capi_rv
     );
     assert_eq!(
-        aws(&cluster, "AWSMachine").get("w-1").await?.resource_version(),
-        infra_rv
-    );
-    assert_eq!(
         cluster.mapi_machines().get("w-1").await?.resource_version(),
         mapi_rv
     );
+    let infra_now = aws(&cluster, "AWSMachine").get("w-1").await?;
+    assert_eq!(infra_now.labels().get("theirs").map(String::as_str), Some("y"));
+    assert_ne!(infra_now.resource_version(), touched.resource_version());
 
     // A label edit propagates; a removed one is removed.
     cluster
@@ -211,7 +250,7 @@ async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owne
     let conditions: Vec<&str> = mapi
         .status
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
+        .and_then(|s| s.sync.conditions.as_ref())
         .into_iter()
         .flatten()
         .map(|c| c.type_.as_str())
@@ -336,5 +375,392 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
     assert!(
         finalizers_of(&aws(&cluster, "AWSMachine").get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
     );
+    sync.stop().await
+}
+
+/// Waits until `api` has no object `name`.
+async fn gone<K>(api: &kube::Api<K>, name: &str) -> TestResult
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(&format!("{} {name} gone", K::kind(&())), || {
+        let api = api.clone();
+        async move { Ok(api.get_opt(name).await?.is_none().then_some(())) }
+    })
+    .await
+}
+
+/// The last reconcile of `name` ended without a hook error, and there were few (a write
+/// on a stale cache is refused and retried): no hot retry loop.
+fn no_hook_errors(sync: &RealSync, name: &str) -> TestResult {
+    let outcomes: Vec<_> = sync
+        .observer
+        .reconciles()
+        .into_iter()
+        .filter(|r| r.name == name)
+        .map(|r| r.outcome)
+        .collect();
+    let errors = outcomes.iter().filter(|o| o.result() == "error").count();
+    let last_failed = outcomes.last().is_some_and(|o| o.result() == "error");
+    if last_failed || errors > 3 {
+        return Err(format!("hook errors for {name}: {outcomes:?}").into());
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    // The MAPI provider holds its finalizer until it has deleted the instance.
+    let mapi_api = cluster.mapi_machines();
+    eventually("the MAPI provider's finalizer", || {
+        let api = mapi_api.clone();
+        async move {
+            Ok(api
+                .get("w-1")
+                .await?
+                .finalizers()
+                .iter()
+                .any(|f| f == "machine.machine.openshift.io")
+                .then_some(()))
+        }
+    })
+    .await?;
+    cluster
+        .mapi_machines()
+        .delete("w-1", &DeleteParams::default())
+        .await?;
+    gone(&cluster.mapi_machines(), "w-1").await?;
+    gone(&cluster.capi_machines(), "w-1").await?;
+    let infra = aws(&cluster, "AWSMachine");
+    eventually("AWSMachine gone", || {
+        let infra = infra.clone();
+        async move { Ok(infra.get_opt("w-1").await?.is_none().then_some(())) }
+    })
+    .await?;
+    no_hook_errors(&sync, "w-1")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "ClusterAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let api = cluster.capi_machines();
+    eventually("the CAPI provider's finalizer", || {
+        let api = api.clone();
+        async move {
+            Ok(api
+                .get_opt("w-1")
+                .await?
+                .filter(|m| {
+                    m.finalizers().iter().any(|f| f == "machine.cluster.x-k8s.io")
+                        && finalizers_of(m).contains(&SYNC_FINALIZER.to_owned())
+                })
+                .map(|_| ()))
+        }
+    })
+    .await?;
+    cluster
+        .capi_machines()
+        .delete("w-1", &DeleteParams::default())
+        .await?;
+    gone(&cluster.capi_machines(), "w-1").await?;
+    gone(&cluster.mapi_machines(), "w-1").await?;
+    assert!(aws(&cluster, "AWSMachine").get_opt("w-1").await?.is_none());
+    no_hook_errors(&sync, "w-1")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn an_infra_machine_spec_change_recreates_it() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    let first = aws(&cluster, "AWSMachine").get("w-1").await?;
+    cluster
+        .mapi_machines()
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"instanceType": "m6i.2xlarge"}}}})),
+        )
+        .await?;
+    let infra = aws(&cluster, "AWSMachine");
+    let first_uid = first.uid();
+    let second = eventually("a new AWSMachine", || {
+        let infra = infra.clone();
+        let first_uid = first_uid.clone();
+        async move { Ok(infra.get_opt("w-1").await?.filter(|m| m.uid() != first_uid)) }
+    })
+    .await?;
+    assert_eq!(second.data["spec"]["instanceType"], "m6i.2xlarge");
+    let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
+    assert_eq!(mapi.metadata.generation, Some(2));
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    // Owned by a ControlPlaneMachineSet.
+    let cp: mapi::Machine = serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {"name": "master-0", "ownerReferences": [{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet", "name": "cluster", "uid": "cpms-uid", "controller": true}]},
+        "spec": {"providerSpec": {"value": provider_spec("m6i.xlarge")}},
+    }))?;
+    cluster
+        .mapi_machines()
+        .create(&PostParams::default(), &cp)
+        .await?;
+    cluster.set_machine_authority("master-0", "MachineAPI").await?;
+    // A providerSpec the conversion refuses.
+    let mut bad = provider_spec("m6i.large");
+    bad["credentialsSecret"]["name"] = json!("my-own-credentials");
+    create_aws_machine(&cluster, "bad", "MachineAPI", &[], None, bad).await?;
+
+    for (name, reason) in [
+        ("master-0", "FailedToConvertMAPIMachineToCAPI"),
+        ("bad", "FailedToConvertMAPIMachineToCAPI"),
+    ] {
+        let api = cluster.mapi_machines();
+        let machine = eventually(&format!("{name} Synchronized=False"), || {
+            let api = api.clone();
+            async move {
+                Ok(Some(api.get(name).await?).filter(|m| synchronized(m).is_some_and(|(s, _)| s == "False")))
+            }
+        })
+        .await?;
+        assert_eq!(synchronized(&machine).map(|(_, r)| r), Some(reason.to_owned()));
+        assert!(cluster.capi_machines().get_opt(name).await?.is_none());
+        cluster
+            .wait_for_warning(&cluster.namespaces.mapi, "SynchronizationError", name)
+            .await?;
+        no_hook_errors(&sync, name)?;
+    }
+    let message = sync_core::toolkit::status::synchronized(&cluster.mapi_machines().get("master-0").await?)
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(message.contains("control plane machine set"), "{message}");
+
+    // Fixing the input resumes the sync.
+    cluster
+        .mapi_machines()
+        .patch("bad", &PatchParams::default(), &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"credentialsSecret": {"name": "aws-cloud-credentials"}}}}})))
+        .await?;
+    synced_machine(&cluster, "bad", own_generation).await?;
+    sync.stop().await
+}
+
+async fn capi_set(cluster: &Cluster, name: &str) -> TestResult<capi::MachineSet> {
+    let sets = cluster.capi_machine_sets();
+    eventually(&format!("CAPI MachineSet {name}"), || {
+        let sets = sets.clone();
+        async move { Ok(sets.get_opt(name).await?) }
+    })
+    .await
+}
+
+async fn synced_set(
+    cluster: &Cluster,
+    name: &str,
+    generation: impl Fn(&mapi::MachineSet) -> Option<i64>,
+) -> TestResult<mapi::MachineSet> {
+    let api = cluster.mapi_machine_sets();
+    eventually(&format!("MAPI MachineSet {name} Synchronized=True"), || {
+        let api = api.clone();
+        let generation = &generation;
+        async move {
+            let set = api.get(name).await?;
+            let done = synchronized(&set).is_some_and(|(s, _)| s == "True")
+                && set.status.as_ref().and_then(|s| s.sync.synchronized_generation) == generation(&set);
+            Ok(done.then_some(set))
+        }
+    })
+    .await
+}
+
+async fn templates(cluster: &Cluster, set: &str) -> TestResult<Vec<String>> {
+    let list = aws(cluster, "AWSMachineTemplate")
+        .list(&kube::api::ListParams::default().labels(&format!("{SET_LABEL}={set}")))
+        .await?;
+    Ok(list.items.iter().map(ResourceExt::name_any).collect())
+}
+
+#[tokio::test]
+async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295() -> TestResult
+{
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "ws", "MachineAPI", 2, provider_spec("m6i.large")).await?;
+    let set = synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
+    assert!(finalizers_of(&set).contains(&SYNC_FINALIZER.to_owned()));
+    let capi = capi_set(&cluster, "ws").await?;
+    assert_eq!(capi.spec.replicas, Some(2));
+    assert_eq!(
+        capi.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
+        Some("")
+    );
+    assert!(finalizers_of(&capi).contains(&SYNC_FINALIZER.to_owned()));
+    let first = capi.spec.template.spec.infrastructure_ref.name.clone();
+    assert!(
+        first.starts_with("ws-") && first.len() == "ws-".len() + 8,
+        "{first}"
+    );
+    assert_eq!(templates(&cluster, "ws").await?, std::slice::from_ref(&first));
+    let template = aws(&cluster, "AWSMachineTemplate").get(&first).await?;
+    assert_eq!(
+        template.data["spec"]["template"]["spec"]["instanceType"],
+        "m6i.large"
+    );
+
+    cluster
+        .mapi_machine_sets()
+        .patch(
+            "ws",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"providerSpec": {"value": {"instanceType": "m6i.4xlarge"}}}}}})),
+        )
+        .await?;
+    let sets = cluster.capi_machine_sets();
+    let rotated = eventually("the CAPI MachineSet on a new template", || {
+        let sets = sets.clone();
+        let first = first.clone();
+        async move {
+            Ok(Some(sets.get("ws").await?).filter(|s| s.spec.template.spec.infrastructure_ref.name != first))
+        }
+    })
+    .await?;
+    let second = rotated.spec.template.spec.infrastructure_ref.name.clone();
+    let c = &cluster;
+    eventually("only the new template left", || {
+        let second = second.clone();
+        async move { Ok((templates(c, "ws").await? == [second]).then_some(())) }
+    })
+    .await?;
+    let template = aws(&cluster, "AWSMachineTemplate").get(&second).await?;
+    assert_eq!(
+        template.data["spec"]["template"]["spec"]["instanceType"],
+        "m6i.4xlarge"
+    );
+    synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "ws", "ClusterAPI", 1, provider_spec("m6i.large")).await?;
+    let capi = capi_set(&cluster, "ws").await?;
+    assert!(!capi.annotations().contains_key(PAUSED_ANNOTATION));
+    // CAPI drives: a replica change there reaches the MAPI set, selector and authority kept.
+    cluster
+        .capi_machine_sets()
+        .patch(
+            "ws",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await?;
+    let api = cluster.mapi_machine_sets();
+    let mirror = eventually("MAPI replicas 3", || {
+        let api = api.clone();
+        async move { Ok(Some(api.get("ws").await?).filter(|s| s.spec.replicas == Some(3))) }
+    })
+    .await?;
+    assert_eq!(mirror.spec.authoritative_api, Some(AuthoritativeApi::ClusterApi));
+    assert_eq!(
+        mirror
+            .spec
+            .selector
+            .match_labels
+            .as_ref()
+            .and_then(|l| l.get(SET_LABEL))
+            .map(String::as_str),
+        Some("ws")
+    );
+    let capi_generation = cluster.capi_machine_sets().get("ws").await?.metadata.generation;
+    synced_set(&cluster, "ws", |_| capi_generation).await?;
+
+    // Deleting the MAPI mirror of a Cluster API set only releases it.
+    cluster
+        .mapi_machine_sets()
+        .delete("ws", &DeleteParams::default())
+        .await?;
+    gone(&cluster.mapi_machine_sets(), "ws").await?;
+    let capi = cluster.capi_machine_sets().get("ws").await?;
+    assert!(capi.metadata.deletion_timestamp.is_none());
+
+    // Upstream #626: the CAPI set, its MAPI set gone, is released when deleted.
+    cluster
+        .capi_machine_sets()
+        .delete("ws", &DeleteParams::default())
+        .await?;
+    gone(&cluster.capi_machine_sets(), "ws").await?;
+    no_hook_errors(&sync, "ws")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "owned", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    cluster
+        .mapi_machine_sets()
+        .patch(
+            "owned",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-1"}]}})),
+        )
+        .await?;
+    let api = cluster.mapi_machine_sets();
+    let set =
+        eventually("Synchronized=False", || {
+            let api = api.clone();
+            async move {
+                Ok(Some(api.get("owned").await?)
+                    .filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
+            }
+        })
+        .await?;
+    assert_eq!(
+        synchronized(&set).map(|(_, r)| r),
+        Some("FailedToConvertMAPIMachineSetToCAPI".to_owned())
+    );
+    assert!(cluster.capi_machine_sets().get_opt("owned").await?.is_none());
+    // The regression: upstream returned an error here, retried with backoff forever.
+    no_hook_errors(&sync, "owned")?;
     sync.stop().await
 }

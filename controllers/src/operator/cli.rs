@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+
+use crate::convert::ConvertArgs;
 
 /// The default lease name (`--leader-election-id`).
 pub const DEFAULT_LEASE_NAME: &str = "machine-sync-controllers";
@@ -33,6 +35,10 @@ cargo run -p controllers -- --embedded",
 a flag on the command line wins."
 )]
 pub struct Cli {
+    /// A tool instead of the operator (without one, the operator runs).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Namespace of the Machine API objects.
     #[arg(
         long,
@@ -213,6 +219,14 @@ pub struct Cli {
         action = ArgAction::Set
     )]
     pub simulate_providers: bool,
+}
+
+/// The tools the binary also is.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Print what the sync would create from Machine API (or Cluster API) objects, or a
+    /// migration readiness report.
+    Convert(ConvertArgs),
 }
 
 impl Cli {

@@ -166,11 +166,19 @@ fn replica_name(cli: &Cli) -> String {
 /// A client from `--kubeconfig`/`--context`, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account.
 pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
+    client_from(cli.kubeconfig.as_deref(), cli.context.as_deref()).await
+}
+
+/// A client from a kubeconfig file and context, with [`client`]'s fallbacks.
+pub async fn client_from(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<Client, OperatorError> {
     let options = KubeConfigOptions {
-        context: cli.context.clone(),
+        context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
     };
-    let config = match (&cli.kubeconfig, &cli.context) {
+    let config = match (kubeconfig, context) {
         (Some(path), _) => {
             kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
         }
@@ -417,38 +425,38 @@ impl Controllers {
                 return None;
             }
         };
-        let Some(platform) = crate::platform::for_cluster(&cluster) else {
-            tracing::warn!(platform = %cluster.platform, "no conversion for this platform; leaving Machines and MachineSets alone");
-            self.metrics.set_platform(&cluster.platform, false);
-            let recorder = Recorder::new(
-                self.client.clone(),
-                Reporter {
-                    controller: "machine-sync-controllers".into(),
-                    instance: Some(self.instance.clone()),
-                },
-            );
-            let event = Event {
-                type_: EventType::Warning,
-                reason: "UnsupportedPlatform".into(),
-                note: Some(format!(
-                    "platform {:?} has no Machine API ⇄ Cluster API conversion; its Machines and MachineSets are not synced",
-                    cluster.platform
-                )),
-                action: "Sync".into(),
-                secondary: None,
-            };
-            let reference = ObjectReference {
-                api_version: Some("config.openshift.io/v1".into()),
-                kind: Some("Infrastructure".into()),
-                name: Some("cluster".into()),
-                ..ObjectReference::default()
-            };
-            if let Err(error) = recorder.publish(&event, &reference).await {
-                tracing::warn!(%error, "failed to publish the UnsupportedPlatform event");
+        let platform = match crate::platform::for_cluster(&cluster) {
+            Ok(platform) => platform,
+            Err(reason) => {
+                tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");
+                self.metrics.set_platform(&cluster.platform, false);
+                let recorder = Recorder::new(
+                    self.client.clone(),
+                    Reporter {
+                        controller: "machine-sync-controllers".into(),
+                        instance: Some(self.instance.clone()),
+                    },
+                );
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "UnsupportedPlatform".into(),
+                    note: Some(format!("{reason}; Machines and MachineSets are not synced")),
+                    action: "Sync".into(),
+                    secondary: None,
+                };
+                let reference = ObjectReference {
+                    api_version: Some("config.openshift.io/v1".into()),
+                    kind: Some("Infrastructure".into()),
+                    name: Some("cluster".into()),
+                    ..ObjectReference::default()
+                };
+                if let Err(error) = recorder.publish(&event, &reference).await {
+                    tracing::warn!(%error, "failed to publish the UnsupportedPlatform event");
+                }
+                return None;
             }
-            return None;
         };
-        tracing::info!(platform = %cluster.platform, cluster = %cluster.infrastructure_name, region = ?cluster.region, "syncing");
+        tracing::info!(platform = %cluster.platform, cluster = %cluster.infrastructure_name, "syncing");
         self.metrics.set_platform(&cluster.platform, true);
         let cluster = Arc::new(cluster);
         Some((

@@ -47,10 +47,10 @@ pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::Cancellation
 async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let api = Api::<Machine>::namespaced(ctx.client(), &ctx.shared.namespaces.mapi);
     let status = machine.status.clone().unwrap_or_default();
-    let mut conditions = Conditions::from_list(&status.conditions);
+    let mut conditions = Conditions::from_list(&status.sync.conditions);
 
     // Pausing comes first: a Machine another API drives is not touched, not even deleted.
-    match &status.authoritative_api {
+    match &status.sync.authoritative_api {
         None => {
             let requested = machine
                 .spec

@@ -51,8 +51,8 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
     let namespace = &ctx.shared.namespaces.mapi;
     let sets = Api::<MachineSet>::namespaced(ctx.client(), namespace);
     let status = set.status.clone().unwrap_or_default();
-    let mut conditions = Conditions::from_list(&status.conditions);
-    let authority = status.authoritative_api.as_ref();
+    let mut conditions = Conditions::from_list(&status.sync.conditions);
+    let authority = status.sync.authoritative_api.as_ref();
     let paused = authority.is_some_and(|a| *a != AuthoritativeApi::MachineApi);
     let message = format!(
         "The AuthoritativeAPI is set to {}",

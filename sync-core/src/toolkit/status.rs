@@ -101,7 +101,16 @@ pub fn field_manager(controller: &str) -> String {
 
 /// The live `Synchronized` condition of `mapi`, if any.
 pub fn synchronized<M: MapiObject>(mapi: &M) -> Option<&Condition> {
-    mapi.conditions().iter().find(|c| c.type_ == SYNCHRONIZED)
+    mapi.sync_status()?
+        .conditions
+        .as_deref()?
+        .iter()
+        .find(|c| c.type_ == SYNCHRONIZED)
+}
+
+/// `status.synchronizedGeneration` of `mapi`.
+pub fn synchronized_generation<M: MapiObject>(mapi: &M) -> Option<i64> {
+    mapi.sync_status()?.synchronized_generation
 }
 
 /// Writes `report` on `mapi` unless it already says so. `Ok(true)`: a write was sent.
@@ -116,15 +125,15 @@ where
 {
     let live = synchronized(mapi);
     let generation = match report.status {
-        Status::True => report.generation.or(mapi.synchronized_generation()),
-        _ => mapi.synchronized_generation(),
+        Status::True => report.generation.or(synchronized_generation(mapi)),
+        _ => synchronized_generation(mapi),
     };
     let unchanged = live.is_some_and(|c| {
         c.status == report.status.as_str()
             && c.reason.as_deref() == Some(report.reason.as_str())
             && c.message.as_deref().unwrap_or_default() == report.message
             && c.severity.as_deref().filter(|s| !s.is_empty()) == report.status.severity()
-    }) && mapi.synchronized_generation() == generation;
+    }) && synchronized_generation(mapi) == generation;
     if unchanged {
         return Ok(false);
     }
