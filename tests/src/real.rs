@@ -224,12 +224,21 @@ pub fn aws(cluster: &Cluster, kind: &str) -> Api<DynamicObject> {
 
 /// Polls `check` until it returns `Some`, for at most [`WAIT`]; the last error or `None`
 /// explains a timeout.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> TestResult<T>
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> TestResult<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = TestResult<Option<T>>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT;
+    eventually_within(WAIT, what, check).await
+}
+
+/// [`eventually`] with a bound of its own.
+pub async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, mut check: F) -> TestResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = TestResult<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
     loop {
         let last = match check().await {
             Ok(Some(value)) => return Ok(value),
