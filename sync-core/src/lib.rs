@@ -20,5 +20,3 @@ pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, SyncObjects};
 pub use infra::{InfraConfig, InfraTracker};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
-#[cfg(feature = "envtest")]
-pub mod envtest;

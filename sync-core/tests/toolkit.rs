@@ -1,16 +1,15 @@
 //! The sync toolkit against the envtest server: the mirror apply writes only changes,
 //! the Synchronized condition keeps to its own field manager, finalizers are added and
 //! removed exactly once, and a failed sync is reported without an error to retry.
-#![cfg(feature = "envtest")]
 
 use std::collections::BTreeMap;
 
+use envtest::TestEnv;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
-use sync_core::envtest::TestEnv;
 use sync_core::toolkit::apply::CONVERSION_DATA_ANNOTATION;
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, Release, SYNC_FINALIZER, apply, finalizers, report};

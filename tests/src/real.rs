@@ -61,7 +61,7 @@ pub struct RealSync {
     pub observer: RecordingObserver,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
-    server: Option<Arc<sync_core::envtest::handler::Shared>>,
+    server: Option<Arc<envtest::api::Shared>>,
 }
 
 impl RealSync {
@@ -115,7 +115,7 @@ impl RealSync {
             observer,
             stop,
             tasks,
-            server: cluster.env.as_ref().map(sync_core::envtest::TestEnv::shared),
+            server: cluster.env.as_ref().map(envtest::TestEnv::shared),
         })
     }
 
