@@ -1,4 +1,9 @@
 //! The Machine and MachineSet sync controllers, and the operator that runs them.
+pub mod convert;
 pub mod machine;
 pub mod machine_set;
 pub mod operator;
+pub mod platform;
+#[cfg(feature = "embedded")]
+pub mod simulate;
+pub mod sync;

@@ -3,11 +3,23 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use controllers::convert;
+use controllers::operator::cli::Command;
 use controllers::operator::{Cli, Exit, logging, run};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Convert(args)) = &cli.command {
+        let status = convert::run(
+            args,
+            &mut std::io::stdin(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+        .await;
+        return ExitCode::from(status as u8);
+    }
     if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {
         eprintln!("controllers: {error}");
         return ExitCode::from(2);

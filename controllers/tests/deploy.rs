@@ -198,20 +198,30 @@ fn rbac_is_least_privilege() {
             assert!(!strings(&rule["apiGroups"]).iter().any(|g| g == "*"), "{rule}");
         }
     }
-    // Cluster-wide: reading CRDs only (discovery is every authenticated user's).
+    // Cluster-wide: reading CRDs (discovery is every authenticated user's) and the one
+    // Infrastructure object.
     for role in of_kind(&docs, "ClusterRole") {
-        assert_eq!(rules(role).len(), 1, "{role}");
-        for rule in rules(role) {
-            assert_eq!(strings(&rule["apiGroups"]), ["apiextensions.k8s.io"], "{rule}");
-            assert_eq!(
-                strings(&rule["resources"]),
-                ["customresourcedefinitions"],
-                "{rule}"
-            );
-            assert_eq!(strings(&rule["verbs"]), ["get"], "{rule}");
-        }
+        let rules = rules(role);
+        assert_eq!(rules.len(), 2, "{role}");
+        assert_eq!(
+            strings(&rules[0]["apiGroups"]),
+            ["apiextensions.k8s.io"],
+            "{role}"
+        );
+        assert_eq!(
+            strings(&rules[0]["resources"]),
+            ["customresourcedefinitions"],
+            "{role}"
+        );
+        assert_eq!(strings(&rules[0]["verbs"]), ["get"], "{role}");
+        assert_eq!(strings(&rules[1]["apiGroups"]), ["config.openshift.io"], "{role}");
+        assert_eq!(strings(&rules[1]["resources"]), ["infrastructures"], "{role}");
+        assert_eq!(strings(&rules[1]["resourceNames"]), ["cluster"], "{role}");
+        assert_eq!(strings(&rules[1]["verbs"]), ["get"], "{role}");
     }
-    // Machines only in their namespaces, and only read.
+    // Machines only in their namespaces; no update (writes are server-side apply and
+    // patches), no deletecollection, no RBAC verbs.
+    let allowed = ["get", "list", "watch", "create", "patch", "delete"];
     for role in of_kind(&docs, "Role") {
         let role_namespace = role["metadata"]["namespace"].as_str().unwrap_or_default();
         for rule in rules(role) {
@@ -221,14 +231,12 @@ fn rbac_is_least_privilege() {
                     [common::MAPI_NS, common::CAPI_NS].contains(&role_namespace),
                     "{role_namespace}: {rule}"
                 );
-                // Machines are only cached (list/watch); an infrastructure object may also
-                // be read whole by a hook (SyncContext::infra_object).
-                let read = if groups.iter().any(|g| g == "infrastructure.cluster.x-k8s.io") {
-                    vec!["get", "list", "watch"]
-                } else {
-                    vec!["list", "watch"]
-                };
-                assert_eq!(strings(&rule["verbs"]), read, "{rule}");
+                let verbs = strings(&rule["verbs"]);
+                assert!(verbs.iter().all(|v| allowed.contains(&v.as_str())), "{rule}");
+                // Status subresources are only patched.
+                if strings(&rule["resources"]).iter().any(|r| r.ends_with("/status")) {
+                    assert_eq!(verbs, ["patch"], "{rule}");
+                }
             }
             if groups.iter().any(|g| g == "coordination.k8s.io") {
                 assert_eq!(role["metadata"]["namespace"], namespace, "the Lease role");

@@ -75,7 +75,37 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
             "name",
         ],
     );
-    assert_eq!(capi.lines().count(), 8, "{capi}");
+    // The 8 samples, and the mirrors the sync creates meanwhile.
+    assert!(capi.lines().count() >= 8, "{capi}");
+
+    // kubectl shows the AWS samples mirrored and Synchronized=True.
+    let synchronized = "jsonpath={.status.conditions[?(@.type==\"Synchronized\")].status}";
+    for resource in [
+        "machines.machine.openshift.io/aws-workers-1",
+        "machinesets.machine.openshift.io/aws-workers",
+    ] {
+        wait_for(&format!("{resource} Synchronized=True"), TIMEOUT, || async {
+            let out = kubectl(
+                &kubeconfig,
+                &["get", resource, "-n", "openshift-machine-api", "-o", synchronized],
+            );
+            (out.trim() == "True").then_some(())
+        })
+        .await;
+    }
+    let mirrors = kubectl(
+        &kubeconfig,
+        &[
+            "get",
+            "machines.cluster.x-k8s.io/aws-workers-1",
+            "awsmachines/aws-workers-1",
+            "-n",
+            "openshift-cluster-api",
+            "-o",
+            "name",
+        ],
+    );
+    assert_eq!(mirrors.lines().count(), 2, "{mirrors}");
 
     // The samples get reconciled in both directions.
     wait_for("the samples to be reconciled", TIMEOUT, || async {

@@ -53,9 +53,20 @@ fn rbac() -> Vec<Value> {
 /// Grants the operator's stub hooks never use, shown needed by the end-to-end suite
 /// instead: `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/
 /// sync.rs `s17_reading_a_whole_infrastructure_object_needs_get`).
+///
+/// This scenario deletes nothing and runs no providers, so two grants of the sync are used
+/// by the real-sync suite instead (tests/tests/real_sync.rs, as the ServiceAccount under
+/// deploy/'s RBAC): `delete` of CAPI Machines and MachineSets (the deletion scenarios) and
+/// `patch` of their status (the status copy of a Running Machine).
 fn proven_elsewhere(docs: &[Value], (d, r, verb): &Grant) -> bool {
     let rule = &docs[*d]["rules"][*r];
-    verb == "get" && rule["apiGroups"][0] == "infrastructure.cluster.x-k8s.io"
+    let group = &rule["apiGroups"][0];
+    let resource = rule["resources"][0].as_str().unwrap_or_default();
+    (verb == "get" && group == "infrastructure.cluster.x-k8s.io")
+        || (group == "cluster.x-k8s.io"
+            && docs[*d]["metadata"]["namespace"] == "openshift-cluster-api"
+            && ((verb == "delete" && resource == "machines")
+                || (verb == "patch" && resource == "machines/status")))
 }
 
 /// One verb of one rule: (document, rule, verb).

@@ -13,6 +13,7 @@ mod reflect;
 #[cfg(test)]
 mod test_fixtures;
 pub mod testing;
+pub mod toolkit;
 
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use engine::{Readiness, SyncConfig, SyncController};

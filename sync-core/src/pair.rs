@@ -10,10 +10,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
+use kube::core::object::HasStatus;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, mapi};
+use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, MapiStatus, SyncStatus};
 
 /// A namespaced Kubernetes object type the engine can watch and cache.
 pub trait SyncObject:
@@ -40,21 +41,33 @@ impl<T> SyncObject for T where
 {
 }
 
-/// A Machine API object: it says which API is authoritative.
+/// A Machine API object: its status carries the sync-status block ([`SyncStatus`]), whose
+/// `authoritativeAPI` selects the direction of every reconcile.
+///
+/// Every `kube::CustomResource` whose status implements [`MapiStatus`] is one, through the
+/// blanket impl below: a new MAPI kind embeds [`SyncStatus`] and writes nothing else.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Machine API object (`sync_core::MapiObject`)",
+    label = "not a MAPI kind: its status must carry `sync_core::api::SyncStatus`",
+    note = "a MAPI kind is a namespaced `kube::CustomResource` whose status implements `sync_core::api::MapiStatus` (embed `SyncStatus` with `#[serde(flatten)]`, or use it as the status)"
+)]
 pub trait MapiObject: SyncObject {
-    /// `status.authoritativeAPI`, the field that selects the sync direction.
-    fn authoritative_api(&self) -> Option<&AuthoritativeApi>;
-}
+    /// The sync-status block, `None` while the object has no status.
+    fn sync_status(&self) -> Option<&SyncStatus>;
 
-impl MapiObject for mapi::Machine {
+    /// `status.authoritativeAPI`, the field that selects the sync direction.
     fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
-        self.status.as_ref()?.authoritative_api.as_ref()
+        self.sync_status()?.authoritative_api.as_ref()
     }
 }
 
-impl MapiObject for mapi::MachineSet {
-    fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
-        self.status.as_ref()?.authoritative_api.as_ref()
+impl<K> MapiObject for K
+where
+    K: SyncObject + HasStatus,
+    K::Status: MapiStatus,
+{
+    fn sync_status(&self) -> Option<&SyncStatus> {
+        self.status().map(MapiStatus::sync_status)
     }
 }
 

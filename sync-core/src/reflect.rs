@@ -8,7 +8,8 @@
 //!   across watch restarts;
 //! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
 //!   out of the store (a stale valid version is dropped), and never stops the others;
-//! * `metadata.managedFields` is dropped before an object is cached.
+//! * `metadata.managedFields` is dropped before an object is cached, but for server-side
+//!   apply entries (what `toolkit::apply` compares with).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -161,13 +162,20 @@ pub async fn reflect<K>(
     }
 }
 
-/// Drops `metadata.managedFields` before an object is cached: no decision reads them, and
-/// with server-side apply they can outweigh the rest of the metadata (controller-runtime
-/// users strip them with `TransformStripManagedFields` for the same reason). A hook that
-/// needs them reads the object from the API server.
+/// Drops `metadata.managedFields` entries other than server-side apply ones before an
+/// object is cached: no decision reads them, and update entries can outweigh the rest of
+/// the metadata (controller-runtime users strip them with `TransformStripManagedFields`
+/// for the same reason). Apply entries stay: `toolkit::apply` compares what a manager
+/// owns with what it would apply, so that an unchanged mirror is not written again.
 fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> watcher::Event<Lenient<K>> {
     let strip = |mut object: Lenient<K>| {
-        object.meta_mut().managed_fields = None;
+        let meta = object.meta_mut();
+        if let Some(entries) = meta.managed_fields.as_mut() {
+            entries.retain(|e| e.operation.as_deref() == Some("Apply"));
+            if entries.is_empty() {
+                meta.managed_fields = None;
+            }
+        }
         object
     };
     match event {

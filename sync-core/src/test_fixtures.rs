@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::ObjectMeta;
 
-use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
+use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, SyncStatus, capi, mapi};
 use crate::pair::{CapiOnly, NoOwner, SyncPair};
 
 pub(crate) const MAPI_NS: &str = "openshift-machine-api";
@@ -49,7 +49,10 @@ pub(crate) fn mapi_machine(name: &str, authority: Option<&str>, deleting: bool) 
         metadata: meta(name, MAPI_NS, deleting),
         spec: mapi::MachineSpec::default(),
         status: Some(mapi::MachineStatus {
-            authoritative_api: authority.map(AuthoritativeApi::from),
+            sync: SyncStatus {
+                authoritative_api: authority.map(AuthoritativeApi::from),
+                ..Default::default()
+            },
             ..Default::default()
         }),
     }

@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod handwritten;
+pub mod real;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -487,7 +488,7 @@ async fn apply_object(client: &Client, object: serde_json::Value) -> TestResult 
     Ok(())
 }
 
-async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) -> TestResult {
+pub(crate) async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) -> TestResult {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     match crds.create(&PostParams::default(), crd).await {
         Ok(_) => {}
@@ -612,7 +613,7 @@ impl Drop for Controllers {
 
 /// `AuthoritativeApi` of a MAPI object's status, for assertions.
 pub fn status_authority(machine: &mapi::Machine) -> Option<AuthoritativeApi> {
-    machine.status.as_ref()?.authoritative_api.clone()
+    machine.status.as_ref()?.sync.authoritative_api.clone()
 }
 
 /// Installs a tracing subscriber once (RUST_LOG controls it), for debugging a test.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+
+use crate::convert::ConvertArgs;
 
 /// The default lease name (`--leader-election-id`).
 pub const DEFAULT_LEASE_NAME: &str = "machine-sync-controllers";
@@ -33,6 +35,10 @@ cargo run -p controllers -- --embedded",
 a flag on the command line wins."
 )]
 pub struct Cli {
+    /// A tool instead of the operator (without one, the operator runs).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Namespace of the Machine API objects.
     #[arg(
         long,
@@ -197,6 +203,31 @@ pub struct Cli {
         requires = "embedded"
     )]
     pub embedded_port: u16,
+
+    /// With --embedded: also run simulated providers (the Machine API machine and
+    /// MachineSet controllers, Cluster API's Machine and MachineSet controllers, the AWS
+    /// provider's AWSMachine controller), so that finalizers, phases, provider IDs, node
+    /// references and pausing behave as in a cluster. `--simulate-providers=false` to
+    /// watch the sync alone. Never run outside --embedded.
+    #[arg(
+        long,
+        env = "SYNC_SIMULATE_PROVIDERS",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = true,
+        action = ArgAction::Set
+    )]
+    pub simulate_providers: bool,
+}
+
+/// The tools the binary also is.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Print what the sync would create from Machine API (or Cluster API) objects, or a
+    /// migration readiness report.
+    Convert(ConvertArgs),
 }
 
 impl Cli {
@@ -208,6 +239,11 @@ impl Cli {
             (None, true) => "info,sync_core::hooks=debug",
             (None, false) => "info",
         }
+    }
+
+    /// Whether the simulated providers run: by default with `--embedded`, never without.
+    pub fn simulated_providers(&self) -> bool {
+        self.embedded && self.simulate_providers
     }
 
     /// The metrics address after defaults (`None`: disabled).
@@ -350,6 +386,15 @@ mod tests {
         );
         assert!(parse(&["--embedded", "--kubeconfig", "/x"]).is_err());
         assert!(parse(&["--embedded-port", "1"]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn simulated_providers_run_only_in_embedded_mode_unless_switched_off() -> Result<(), clap::Error> {
+        assert!(parse(&["--embedded"])?.simulated_providers());
+        assert!(!parse(&["--embedded", "--simulate-providers=false"])?.simulated_providers());
+        assert!(parse(&["--embedded", "--simulate-providers"])?.simulated_providers());
+        assert!(!parse(&[])?.simulated_providers());
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! `--embedded`: an in-process API server (sync-core's envtest) with the project's CRDs,
 //! example infrastructure CRDs and sample objects, so that the operator runs, reconciles
-//! and answers `kubectl` on a laptop without a cluster.
+//! and answers `kubectl` on a laptop without a cluster; with the simulated providers
+//! (`crate::simulate`) unless `--simulate-providers=false`.
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::cli::Cli;
 use super::run::{Exit, Operator, OperatorError, Settings};
 use super::samples::{SampleError, load_samples};
+use crate::simulate::SimulatedProviders;
 
 /// The namespaces the samples are written for (rewritten to `--mapi-namespace` and
 /// `--capi-namespace`).
@@ -91,7 +93,11 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
 pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
     let embedded = start(cli).await?;
     let settings = Settings::from_cli(cli);
-    let operator = Operator::start(embedded.env.client(), settings, shutdown).await?;
+    let providers = cli.simulated_providers().then(|| {
+        let providers = SimulatedProviders::new(embedded.env.client(), settings.namespaces.clone());
+        tokio::spawn(providers.run(shutdown.clone()))
+    });
+    let operator = Operator::start(embedded.env.client(), settings, shutdown.clone()).await?;
     let kubeconfig = embedded.kubeconfig.display();
     println!(
         "Embedded API server on {} with {} sample objects from deploy/examples.",
@@ -104,6 +110,11 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     println!(
         "  kubectl --kubeconfig {kubeconfig} get machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,devmachines,awsmachines -A"
     );
+    if providers.is_some() {
+        println!(
+            "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, AWSMachines (--simulate-providers=false to turn them off)."
+        );
+    }
     if let Some(address) = operator.metrics_address() {
         println!("metrics: http://{address}/metrics");
     }
@@ -112,6 +123,11 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     }
     println!("Stop with Ctrl-C.");
     let exit = operator.wait().await;
+    if let Some(providers) = providers {
+        // They stop on the same signal; a failed or cancelled task only ends them sooner.
+        shutdown.cancel();
+        let _ = providers.await;
+    }
     embedded.env.stop().await;
     exit
 }

@@ -5,6 +5,7 @@
 //! Counters and histograms are fed by the engine's [`Observer`] hook; watches, cache sizes
 //! and memory are read at scrape time, so they cost nothing between scrapes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
 use sync_core::observe::{Observer, Outcome};
-use sync_core::{Caches, InfraTracker, SyncPair};
+use sync_core::{Caches, InfraTracker, MapiObject, SyncPair};
 
 /// Labels of a family whose label values are all static.
 type Labels<const N: usize> = [(&'static str, &'static str); N];
@@ -61,6 +62,7 @@ pub struct Metrics {
     skipped: Family<Labels<2>, Counter>,
     durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
     leader: Gauge,
+    platform: Family<Labels<1>, Gauge>,
 }
 
 impl fmt::Debug for Metrics {
@@ -110,6 +112,12 @@ impl Metrics {
             "1 while this replica is the leader and runs the controllers (always 1 once running without leader election)",
             leader.clone(),
         );
+        let platform = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "sync_platform_supported",
+            "1 when the cluster's platform (Infrastructure status.platformStatus.type) has a conversion and is synced, 0 when its objects are left alone",
+            platform.clone(),
+        );
         registry.register_collector(Box::new(StateCollector { caches, infra }));
         Self {
             registry,
@@ -118,7 +126,21 @@ impl Metrics {
             skipped,
             durations,
             leader,
+            platform,
         }
+    }
+
+    /// Records the cluster's platform and whether it is synced.
+    pub fn set_platform(&self, platform: &str, supported: bool) {
+        let platform: &'static str = match platform {
+            "AWS" => "AWS",
+            "OpenStack" => "OpenStack",
+            "" => "unknown",
+            _ => "other",
+        };
+        self.platform
+            .get_or_create(&[("platform", platform)])
+            .set(i64::from(supported));
     }
 
     /// Records whether this replica leads.
@@ -166,19 +188,28 @@ impl Observer for Metrics {
     }
 }
 
-/// One reflector cache whose size is exported as `sync_cache_objects`.
+/// Objects by (status, reason) of their `Synchronized` condition, read at scrape time.
+type SynchronizedCounts = Box<dyn Fn() -> BTreeMap<(String, String), i64> + Send + Sync>;
+
+/// One reflector cache whose size is exported as `sync_cache_objects`; for a MAPI cache,
+/// also its objects' `Synchronized` conditions as `sync_objects`.
 pub struct CacheCount {
     controller: &'static str,
     cache: &'static str,
     len: Box<dyn Fn() -> usize + Send + Sync>,
+    synchronized: Option<SynchronizedCounts>,
 }
 
 impl CacheCount {
     /// The caches of a controller of pair `P`: `mapi`, `capi`, and `owner_mirror` when
     /// the pair has one.
     pub fn of<P: SyncPair>(caches: &Caches<P>) -> Vec<Self> {
+        let mapi = caches.mapi.clone();
         let mut counts = vec![
-            Self::store(P::NAME, "mapi", caches.mapi.clone()),
+            Self {
+                synchronized: Some(Box::new(move || synchronized_by_reason(&mapi))),
+                ..Self::store(P::NAME, "mapi", caches.mapi.clone())
+            },
             Self::store(P::NAME, "capi", caches.capi.clone()),
         ];
         if let Some(store) = &caches.owner_mirrors {
@@ -196,8 +227,26 @@ impl CacheCount {
             controller,
             cache,
             len: Box::new(move || store.len()),
+            synchronized: None,
         }
     }
+}
+
+/// Objects by the status and reason of their `Synchronized` condition (`None`/`""`: not
+/// reported yet).
+fn synchronized_by_reason<K: MapiObject>(store: &Store<K>) -> BTreeMap<(String, String), i64> {
+    let mut counts = BTreeMap::new();
+    for object in store.state() {
+        let key = match sync_core::toolkit::status::synchronized(object.as_ref()) {
+            Some(condition) => (
+                condition.status.clone(),
+                condition.reason.clone().unwrap_or_default(),
+            ),
+            None => ("None".to_owned(), String::new()),
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// Reads the state metrics at scrape time.
@@ -243,6 +292,26 @@ impl Collector for StateCollector {
             let labels: Labels<2> = [("controller", cache.controller), ("cache", cache.cache)];
             let count = i64::try_from((cache.len)()).unwrap_or(i64::MAX);
             ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "sync_objects",
+            "MAPI objects by controller and the status (True: synchronized, False: failing, Unknown: in progress, None: not reported) and reason of their Synchronized condition",
+            None,
+            MetricType::Gauge,
+        )?;
+        for cache in &self.caches {
+            let Some(synchronized) = &cache.synchronized else {
+                continue;
+            };
+            for ((status, reason), count) in synchronized() {
+                let labels = [
+                    ("controller", cache.controller),
+                    ("status", status.as_str()),
+                    ("reason", reason.as_str()),
+                ];
+                ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
+            }
         }
 
         let mut family = encoder.encode_descriptor(

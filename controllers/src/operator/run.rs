@@ -13,8 +13,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use sync_core::observe::Observer;
 use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController, SyncPair};
 use tokio::task::JoinHandle;
@@ -26,8 +28,9 @@ use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
 use super::metrics::{CacheCount, Metrics};
 use super::shutdown::{Deadlines, ShutdownBudget};
-use crate::machine::MachineSync;
-use crate::machine_set::MachineSetSync;
+use crate::machine::{MachineHooks, MachineSync};
+use crate::machine_set::{MachineSetHooks, MachineSetSync};
+use crate::sync::Cluster;
 
 /// Where the service account's namespace is mounted in a pod.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -164,11 +167,19 @@ fn replica_name(cli: &Cli) -> String {
 /// A client from `--kubeconfig`/`--context`, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account.
 pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
+    client_from(cli.kubeconfig.as_deref(), cli.context.as_deref()).await
+}
+
+/// A client from a kubeconfig file and context, with [`client`]'s fallbacks.
+pub async fn client_from(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<Client, OperatorError> {
     let options = KubeConfigOptions {
-        context: cli.context.clone(),
+        context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
     };
-    let config = match (&cli.kubeconfig, &cli.context) {
+    let config = match (kubeconfig, context) {
         (Some(path), _) => {
             kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
         }
@@ -304,7 +315,13 @@ impl Operator {
             tracing::info!("serving probes on the metrics address");
         }
 
-        let controllers = Controllers { machines, sets };
+        let controllers = Controllers {
+            machines,
+            sets,
+            client: client.clone(),
+            metrics: metrics.clone(),
+            instance: settings.replica.clone(),
+        };
         let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
         let driver = tokio::spawn(drive(
             client,
@@ -390,16 +407,85 @@ impl Operator {
 struct Controllers {
     machines: SyncController<MachineSync>,
     sets: SyncController<MachineSetSync>,
+    client: Client,
+    metrics: Arc<Metrics>,
+    instance: String,
 }
 
 impl Controllers {
     async fn run(self, stop: CancellationToken) {
-        tracing::info!("starting the controllers");
-        tokio::join!(
-            self.machines.run(MachineSync, stop.clone().cancelled_owned()),
-            self.sets.run(MachineSetSync, stop.cancelled_owned()),
-        );
+        let hooks = self.platform_hooks().await;
+        tracing::info!(synced = hooks.is_some(), "starting the controllers");
+        match hooks {
+            Some((machine_hooks, set_hooks)) => {
+                tokio::join!(
+                    self.machines.run(machine_hooks, stop.clone().cancelled_owned()),
+                    self.sets.run(set_hooks, stop.cancelled_owned()),
+                );
+            }
+            // Watched but left alone: the stub hooks write nothing.
+            None => {
+                tokio::join!(
+                    self.machines.run(MachineSync, stop.clone().cancelled_owned()),
+                    self.sets.run(MachineSetSync, stop.cancelled_owned()),
+                );
+            }
+        }
         tracing::info!("controllers stopped");
+    }
+
+    /// The hooks for the cluster's platform, from the `Infrastructure` object; `None` (the
+    /// objects are left alone) when it cannot be read or its platform has no conversion.
+    async fn platform_hooks(&self) -> Option<(MachineHooks, MachineSetHooks)> {
+        let cluster = match Cluster::read(&self.client).await {
+            Ok(cluster) => cluster,
+            Err(error) => {
+                tracing::warn!(%error, "cannot tell the cluster's platform; leaving Machines and MachineSets alone");
+                self.metrics.set_platform("", false);
+                return None;
+            }
+        };
+        let platform = match crate::platform::for_cluster(&cluster) {
+            Ok(platform) => platform,
+            Err(reason) => {
+                tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");
+                self.metrics.set_platform(&cluster.platform, false);
+                let recorder = Recorder::new(
+                    self.client.clone(),
+                    Reporter {
+                        controller: "machine-sync-controllers".into(),
+                        instance: Some(self.instance.clone()),
+                    },
+                );
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: "UnsupportedPlatform".into(),
+                    note: Some(format!("{reason}; Machines and MachineSets are not synced")),
+                    action: "Sync".into(),
+                    secondary: None,
+                };
+                let reference = ObjectReference {
+                    api_version: Some("config.openshift.io/v1".into()),
+                    kind: Some("Infrastructure".into()),
+                    name: Some("cluster".into()),
+                    ..ObjectReference::default()
+                };
+                if let Err(error) = recorder.publish(&event, &reference).await {
+                    tracing::warn!(%error, "failed to publish the UnsupportedPlatform event");
+                }
+                return None;
+            }
+        };
+        tracing::info!(platform = %cluster.platform, cluster = %cluster.infrastructure_name, "syncing");
+        self.metrics.set_platform(&cluster.platform, true);
+        let cluster = Arc::new(cluster);
+        Some((
+            MachineHooks {
+                platform: platform.clone(),
+                cluster: cluster.clone(),
+            },
+            MachineSetHooks { platform, cluster },
+        ))
     }
 }
 

@@ -147,6 +147,35 @@ where
         },
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
+    // A server-side apply that would create the object needs `create` too, as in
+    // kube-apiserver's patch handler.
+    let apply = content_type
+        .as_deref()
+        .is_some_and(|c| c.starts_with("application/apply-patch"));
+    if verb == "patch" && apply && path.subresource.is_none() {
+        let name = path.name.as_deref().unwrap_or_default();
+        let namespace = path.namespace.as_deref().unwrap_or_default();
+        let exists = shared
+            .store
+            .read()
+            .get(&info.storage_key(), namespace, name)
+            .is_some();
+        if !exists {
+            authorize(
+                &shared.store.read(),
+                &Attributes {
+                    user: &user,
+                    verb: "create",
+                    group: &info.group,
+                    resource: &info.plural,
+                    subresource: "",
+                    namespace,
+                    name,
+                },
+            )
+            .inspect_err(|error| shared.denials.record(&user, error))?;
+        }
+    }
     let body = read_body(request.into_body()).await?;
     // YAML is converted off the async workers; everything below sees JSON.
     let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;

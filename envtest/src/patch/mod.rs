@@ -70,7 +70,19 @@ pub fn apply(kind: PatchType, target: &Value, body: &[u8]) -> ApiResult<Value> {
         PatchType::Json => {
             let patch: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::patch(&mut doc, &patch).map_err(|e| {
+            // As kube-apiserver's JSON patch library: `test` of `null` passes on a missing
+            // path (kube-runtime's finalizer helper relies on it).
+            let ops: Vec<json_patch::PatchOperation> = patch
+                .0
+                .into_iter()
+                .filter(|op| match op {
+                    json_patch::PatchOperation::Test(test) if test.value.is_null() => !doc
+                        .pointer(test.path.as_str())
+                        .is_none_or(serde_json::Value::is_null),
+                    _ => true,
+                })
+                .collect();
+            json_patch::patch(&mut doc, &ops).map_err(|e| {
                 ApiError::new(
                     422,
                     "Invalid",

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
@@ -118,6 +118,7 @@ pub struct MachineStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     /// Conditions (`metav1.Condition`).
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Addresses of the host.
@@ -130,6 +131,59 @@ pub struct MachineStatus {
     /// Provisioning milestones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initialization: Option<MachineInitializationStatus>,
+    /// When the phase last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated: Option<Time>,
+    /// Fields kept for the v1beta1 contract (failure reason and message, v1beta1 conditions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<MachineDeprecatedStatus>,
+}
+
+/// `status.deprecated` of a Cluster API Machine.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineDeprecatedStatus {
+    /// The v1beta1 fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta1: Option<MachineV1Beta1DeprecatedStatus>,
+}
+
+/// `status.deprecated.v1beta1` of a Cluster API Machine.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineV1Beta1DeprecatedStatus {
+    /// v1beta1 conditions (they have a severity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<V1Beta1Condition>>,
+    /// A terminal problem, machine-readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// A terminal problem, human-readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+}
+
+/// A Cluster API v1beta1 condition (`status.deprecated.v1beta1.conditions[]`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct V1Beta1Condition {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// `Error`, `Warning`, `Info` or empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<String>,
+    /// When the status last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// Machine-readable reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `status.nodeRef` of a Cluster API Machine (v1beta2: name only).
@@ -265,8 +319,45 @@ pub struct MachineSetStatus {
     #[schemars(schema_with = "int64")]
     pub observed_generation: Option<i64>,
     /// Conditions (`metav1.Condition`).
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// Fields kept for the v1beta1 contract (replica counts with v1beta1 meaning, failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<MachineSetDeprecatedStatus>,
+}
+
+/// `status.deprecated` of a Cluster API MachineSet.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSetDeprecatedStatus {
+    /// The v1beta1 fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v1beta1: Option<MachineSetV1Beta1DeprecatedStatus>,
+}
+
+/// `status.deprecated.v1beta1` of a Cluster API MachineSet.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineSetV1Beta1DeprecatedStatus {
+    /// Machines whose labels match the template's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fully_labeled_replicas: Option<i32>,
+    /// Machines that are ready (v1beta1 meaning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// Machines that are available (v1beta1 meaning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
+    /// A terminal problem, machine-readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// A terminal problem, human-readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    /// v1beta1 conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<V1Beta1Condition>>,
 }
 
 fn deletion_order_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

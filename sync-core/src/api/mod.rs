@@ -1,18 +1,22 @@
 //! The API types the sync controllers read: Machine API (`machine.openshift.io/v1beta1`)
 //! and Cluster API (`cluster.x-k8s.io/v1beta2`) Machines and MachineSets, and the
-//! infrastructure reference shapes.
+//! infrastructure reference shapes, and OpenShift's cluster `Infrastructure` object.
 
 pub mod authoritative;
 pub mod capi;
 pub mod crds;
 pub mod infra_ref;
+pub mod infrastructure;
 pub mod mapi;
 pub mod raw;
 mod schema;
+pub mod sync_status;
 
 pub use authoritative::AuthoritativeApi;
 pub use infra_ref::{AsInfraRef, ContractVersionedObjectReference, GroupKind, InfraRef, MalformedRef};
+pub use infrastructure::Infrastructure;
 pub use raw::RawObject;
+pub use sync_status::{MapiStatus, SyncStatus};
 
 /// The label on infrastructure machine templates naming the MachineSet they serve.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";

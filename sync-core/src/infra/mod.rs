@@ -218,22 +218,36 @@ impl InfraTracker {
     /// The whole object `reference` names, read from the API server (the caches hold
     /// metadata only).
     pub async fn fetch(&self, reference: &InfraRef) -> Result<Option<DynamicObject>, ResolveError> {
-        let group_kind = reference.group_kind();
+        let (api, _) = self
+            .api(&reference.group_kind(), reference.version.as_deref())
+            .await?;
+        api.get_opt(&reference.name)
+            .await
+            .map_err(|source| ResolveError::Api {
+                group_kind: reference.group_kind(),
+                source,
+            })
+    }
+
+    /// A client for the objects of `group_kind` in the CAPI namespace, and the resource it
+    /// resolved to (a watched kind's resolution is reused; `hint`: a version to prefer).
+    pub async fn api(
+        &self,
+        group_kind: &GroupKind,
+        hint: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, ApiResource), ResolveError> {
         let known = self
             .inner
             .lock()
             .watches
-            .get(&group_kind)
+            .get(group_kind)
             .and_then(|w| w.resource.clone());
         let resource = match known {
             Some(resource) => resource,
-            None => resolve(&self.inner.client, &group_kind, reference.version.as_deref()).await?,
+            None => resolve(&self.inner.client, group_kind, hint).await?,
         };
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.inner.client.clone(), &self.inner.config.namespace, &resource);
-        api.get_opt(&reference.name)
-            .await
-            .map_err(|source| ResolveError::Api { group_kind, source })
+        let api = Api::namespaced_with(self.inner.client.clone(), &self.inner.config.namespace, &resource);
+        Ok((api, resource))
     }
 }
 

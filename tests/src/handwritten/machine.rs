@@ -295,7 +295,10 @@ async fn decide<H: Hooks<mapi::Machine, capi::Machine>>(
             }
         }
         (Some(mapi), _) => {
-            let authority = mapi.status.as_ref().and_then(|s| s.authoritative_api.as_ref());
+            let authority = mapi
+                .status
+                .as_ref()
+                .and_then(|s| s.sync.authoritative_api.as_ref());
             let direction = match authority {
                 Some(AuthoritativeApi::MachineApi) => Direction::MapiToCapi,
                 Some(AuthoritativeApi::ClusterApi) => Direction::CapiToMapi,

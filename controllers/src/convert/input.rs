@@ -1,0 +1,265 @@
+//! Reading the objects to convert: YAML documents from files or stdin (several per
+//! source, `kind: List` expanded), each sorted by kind, each bad one an error naming it.
+
+use std::fmt;
+
+use conversion::aws::capa::{self, AwsMachine, AwsMachineTemplate};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sync_core::api::{Infrastructure, capi, infrastructure, mapi};
+
+/// Where an object came from: `machines.yaml document 3 (Machine openshift-machine-api/w-1)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The file name, `<stdin>` or `cluster`.
+    pub source: String,
+    /// 1-based document number in the source (items of a List count as documents).
+    pub document: usize,
+    /// `Kind namespace/name`, when the document had them.
+    pub object: String,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} document {}", self.source, self.document)?;
+        if !self.object.is_empty() {
+            write!(f, " ({})", self.object)?;
+        }
+        Ok(())
+    }
+}
+
+/// A document that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct InputError {
+    /// Which document (or source, for a parse error: document 0).
+    pub origin: Origin,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The objects found in the input, by kind, each with where it came from.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    /// Machine API Machines.
+    pub mapi_machines: Vec<(Origin, mapi::Machine)>,
+    /// Machine API MachineSets.
+    pub mapi_machine_sets: Vec<(Origin, mapi::MachineSet)>,
+    /// Cluster API Machines.
+    pub capi_machines: Vec<(Origin, capi::Machine)>,
+    /// Cluster API MachineSets.
+    pub capi_machine_sets: Vec<(Origin, capi::MachineSet)>,
+    /// AWSMachines (the infrastructure of CAPI Machines).
+    pub aws_machines: Vec<(Origin, AwsMachine)>,
+    /// AWSMachineTemplates (the infrastructure of CAPI MachineSets).
+    pub aws_machine_templates: Vec<(Origin, AwsMachineTemplate)>,
+    /// Infrastructure objects.
+    pub infrastructures: Vec<(Origin, Infrastructure)>,
+}
+
+/// Which kinds a run accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Machine API objects in, Cluster API objects out.
+    MapiToCapi,
+    /// Cluster API objects (with their AWS infrastructure) in, Machine API objects out.
+    CapiToMapi,
+}
+
+impl Inputs {
+    /// Parses `text` (the content of `source`), adding every object; returns the errors of
+    /// the documents that could not be used.
+    pub fn add_source(&mut self, source: &str, text: &str, direction: Direction) -> Vec<InputError> {
+        let documents: Vec<Value> = match serde_saphyr::from_multiple(text) {
+            Ok(documents) => documents,
+            Err(error) => {
+                return vec![InputError {
+                    origin: Origin {
+                        source: source.to_owned(),
+                        document: 0,
+                        object: String::new(),
+                    },
+                    message: format!("not YAML: {error}"),
+                }];
+            }
+        };
+        let mut errors = Vec::new();
+        let mut number = 0;
+        for document in documents {
+            let items = match list_items(&document) {
+                Some(items) => items,
+                None => vec![document],
+            };
+            for item in items {
+                number += 1;
+                let origin = Origin {
+                    source: source.to_owned(),
+                    document: number,
+                    object: describe(&item),
+                };
+                if let Err(message) = self.add(origin.clone(), item, direction) {
+                    errors.push(InputError { origin, message });
+                }
+            }
+        }
+        errors
+    }
+
+    /// Adds one object (e.g. from a cluster list).
+    pub fn add(&mut self, origin: Origin, value: Value, direction: Direction) -> Result<(), String> {
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !value.is_object() {
+            return Err("not an object".to_owned());
+        }
+        if api_version.is_empty() || kind.is_empty() {
+            return Err("not a Kubernetes object: apiVersion and kind are required".to_owned());
+        }
+        let mapi_version = format!("{}/{}", mapi::GROUP, mapi::VERSION);
+        let capi_version = format!("{}/{}", capi::GROUP, capi::VERSION);
+        let capa_version = format!("{}/{}", capa::GROUP, capa::VERSION);
+        let infra_version = format!("{}/{}", infrastructure::GROUP, infrastructure::VERSION);
+        match (direction, api_version.as_str(), kind.as_str()) {
+            (_, v, "Infrastructure") if v == infra_version => push(&mut self.infrastructures, origin, value),
+            (Direction::MapiToCapi, v, "Machine") if v == mapi_version => {
+                push(&mut self.mapi_machines, origin, value)
+            }
+            (Direction::MapiToCapi, v, "MachineSet") if v == mapi_version => {
+                push(&mut self.mapi_machine_sets, origin, value)
+            }
+            (Direction::CapiToMapi, v, "Machine") if v == capi_version => {
+                push(&mut self.capi_machines, origin, value)
+            }
+            (Direction::CapiToMapi, v, "MachineSet") if v == capi_version => {
+                push(&mut self.capi_machine_sets, origin, value)
+            }
+            (Direction::CapiToMapi, v, "AWSMachine") if v == capa_version => {
+                push(&mut self.aws_machines, origin, value)
+            }
+            (Direction::CapiToMapi, v, "AWSMachineTemplate") if v == capa_version => {
+                push(&mut self.aws_machine_templates, origin, value)
+            }
+            (Direction::MapiToCapi, ..) => Err(format!(
+                "{api_version} {kind} cannot be converted to Cluster API: expected {mapi_version} Machine or \
+                 MachineSet (or {infra_version} Infrastructure); use --reverse for Cluster API objects"
+            )),
+            (Direction::CapiToMapi, ..) => Err(format!(
+                "{api_version} {kind} cannot be converted to the Machine API: expected {capi_version} Machine or \
+                 MachineSet, {capa_version} AWSMachine or AWSMachineTemplate (or {infra_version} Infrastructure)"
+            )),
+        }
+    }
+}
+
+fn push<T: DeserializeOwned>(
+    into: &mut Vec<(Origin, T)>,
+    origin: Origin,
+    value: Value,
+) -> Result<(), String> {
+    let object = serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        format!("invalid at {path}: {}", error.into_inner())
+    })?;
+    into.push((origin, object));
+    Ok(())
+}
+
+/// The items of a `kind: List` (what `kubectl get -o yaml` prints).
+fn list_items(document: &Value) -> Option<Vec<Value>> {
+    let kind = document.get("kind").and_then(Value::as_str)?;
+    if !kind.ends_with("List") {
+        return None;
+    }
+    document.get("items").and_then(Value::as_array).cloned()
+}
+
+/// `Kind namespace/name` of a document, as far as it has them.
+fn describe(document: &Value) -> String {
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let name = document
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let namespace = document.pointer("/metadata/namespace").and_then(Value::as_str);
+    match (kind, namespace) {
+        ("", _) if name.is_empty() => String::new(),
+        (_, Some(namespace)) => format!("{kind} {namespace}/{name}").trim().to_owned(),
+        _ => format!("{kind} {name}").trim().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_and_lists_are_numbered_and_named() {
+        let text = "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: a, namespace: ns}\n---\n\
+                    apiVersion: v1\nkind: List\nitems:\n- apiVersion: machine.openshift.io/v1beta1\n  kind: MachineSet\n  \
+                    metadata: {name: s}\n  spec: {}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n";
+        let mut inputs = Inputs::default();
+        let errors = inputs.add_source("in.yaml", text, Direction::MapiToCapi);
+        assert_eq!(inputs.mapi_machines.len(), 1);
+        assert_eq!(inputs.mapi_machine_sets.len(), 1);
+        assert_eq!(
+            inputs.mapi_machines[0].0.to_string(),
+            "in.yaml document 1 (Machine ns/a)"
+        );
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0]
+                .to_string()
+                .starts_with("in.yaml document 3 (ConfigMap c): v1 ConfigMap cannot be converted"),
+            "{}",
+            errors[0]
+        );
+    }
+
+    #[test]
+    fn bad_documents_are_errors_that_name_them() {
+        let mut inputs = Inputs::default();
+        let errors = inputs.add_source("x.yaml", "a: [unclosed", Direction::MapiToCapi);
+        assert!(
+            errors[0].to_string().starts_with("x.yaml document 0: not YAML"),
+            "{}",
+            errors[0]
+        );
+        let errors = inputs.add_source("y.yaml", "just: text\n", Direction::MapiToCapi);
+        assert!(
+            errors[0].to_string().contains("apiVersion and kind are required"),
+            "{}",
+            errors[0]
+        );
+        let errors = inputs.add_source(
+            "z.yaml",
+            "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: m}\nspec: {providerID: 7}\n",
+            Direction::MapiToCapi,
+        );
+        assert!(
+            errors[0].to_string().contains("invalid at spec.providerID"),
+            "{}",
+            errors[0]
+        );
+        let errors = inputs.add_source(
+            "w.yaml",
+            "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: m}\n",
+            Direction::CapiToMapi,
+        );
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("cannot be converted to the Machine API"),
+            "{}",
+            errors[0]
+        );
+    }
+}

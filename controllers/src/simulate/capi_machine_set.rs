@@ -1,0 +1,302 @@
+//! Cluster API's MachineSet controller (`core/reconcilers/machineset`):
+//!
+//! | state | what it does |
+//! |---|---|
+//! | no finalizer (not being deleted) | adds `cluster.x-k8s.io/machineset` |
+//! | `cluster.x-k8s.io/paused` | nothing but the v1beta2 `Paused`=True (`Paused`) — not even deletion |
+//! | otherwise | `Paused`=False (`NotPaused`), then on: |
+//! | being deleted | deletes its Machines; once none is left, removes its finalizer |
+//! | orphans matching the selector | adopts them |
+//! | fewer Machines than `spec.replicas` | clones the InfraMachineTemplate into an InfraMachine, then creates the Machine that references it |
+//! | more | deletes the surplus (`cluster.x-k8s.io/delete-machine` first, then not running, then `deletion.order`) |
+//! | always | status: replicas, ready/available/upToDate replicas, selector, observedGeneration |
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use sync_core::api::ContractVersionedObjectReference;
+use sync_core::api::capi::{Machine, MachineSet};
+
+use super::conditions::{Condition, Conditions};
+use super::runtime::{self, Ctx, Error, Shared, controller_owner, has_paused_annotation};
+use super::scaling::{self, Member};
+use super::{CAPI_MACHINE_FINALIZER, CAPI_MACHINE_SET_FINALIZER};
+
+/// The field manager of this controller's writes.
+pub(super) const MANAGER: &str = "simulated-capi-machineset-controller";
+/// Marks a Machine to go first when its set scales down.
+const DELETE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
+/// The label naming the MachineSet of a Machine.
+const SET_NAME_LABEL: &str = "cluster.x-k8s.io/set-name";
+/// The label naming the cluster of an object.
+pub(super) const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
+pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
+    let client = shared.client.clone();
+    let namespace = shared.namespaces.capi.clone();
+    let controller = Controller::new(
+        Api::<MachineSet>::namespaced(client.clone(), &namespace),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Machine>::namespaced(client, &namespace),
+        watcher::Config::default(),
+    );
+    runtime::run(controller, Ctx::new(shared, MANAGER), reconcile, shutdown).await;
+}
+
+async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let namespace = &ctx.shared.namespaces.capi;
+    let sets = Api::<MachineSet>::namespaced(ctx.client(), namespace);
+    let deleting = set.meta().deletion_timestamp.is_some();
+    if !deleting && !set.finalizers().iter().any(|f| f == CAPI_MACHINE_SET_FINALIZER) {
+        ctx.add_finalizer(&sets, &set, CAPI_MACHINE_SET_FINALIZER).await?;
+        return Ok(Action::await_change());
+    }
+    let status = set.status.clone().unwrap_or_default();
+    let mut conditions = Conditions::from_list(&status.conditions);
+    let paused = has_paused_annotation(set.as_ref());
+    conditions.set(&paused_condition(paused, "MachineSet", set.meta().generation));
+    if conditions.changed() {
+        ctx.patch_status(&sets, &set, json!({ "conditions": conditions.into_json() }))
+            .await?;
+        return Ok(Action::await_change());
+    }
+    if paused {
+        return Ok(Action::await_change());
+    }
+
+    let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
+    let owned = |machine: &Machine| controller_owner(machine, "cluster.x-k8s.io", "MachineSet");
+    if deleting {
+        let mut remaining = 0;
+        for machine in machines.list(&ListParams::default()).await?.items {
+            if owned(&machine).as_deref() == Some(set.name_any().as_str()) {
+                remaining += 1;
+                if machine.meta().deletion_timestamp.is_none() {
+                    delete_quietly(&machines, &machine.name_any()).await?;
+                }
+            }
+        }
+        if remaining == 0 {
+            ctx.remove_finalizer(&sets, &set, CAPI_MACHINE_SET_FINALIZER)
+                .await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+    let mut members = Vec::new();
+    for machine in machines.list(&ListParams::default()).await?.items {
+        let owner = owned(&machine);
+        if owner.as_deref().is_some_and(|o| o != set.name_any())
+            || machine.meta().deletion_timestamp.is_some()
+            || !scaling::selects(&selector, machine.labels())
+        {
+            continue;
+        }
+        if owner.is_none() {
+            let mut owners = serde_json::to_value(machine.owner_references()).unwrap_or_else(|_| json!([]));
+            if let Some(list) = owners.as_array_mut() {
+                list.extend(
+                    set.controller_owner_ref(&())
+                        .and_then(|o| serde_json::to_value(o).ok()),
+                );
+            }
+            ctx.patch(
+                &machines,
+                &machine,
+                json!({ "metadata": { "ownerReferences": owners } }),
+            )
+            .await?;
+        }
+        members.push(member(&machine));
+    }
+
+    let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
+    if members.len() < replicas {
+        for _ in members.len()..replicas {
+            create_machine(&set, &machines, &ctx).await?;
+        }
+    } else if members.len() > replicas {
+        let order = set.spec.deletion.as_ref().and_then(|d| d.order.as_deref());
+        for doomed in scaling::to_delete(members.clone(), members.len() - replicas, order) {
+            delete_quietly(&machines, &doomed.name).await?;
+        }
+    }
+
+    let count = |f: &dyn Fn(&Member) -> bool| {
+        i32::try_from(members.iter().filter(|m| f(m)).count()).unwrap_or(i32::MAX)
+    };
+    let desired = json!({
+        "replicas": count(&|_| true),
+        "readyReplicas": count(&|m| m.ready),
+        "availableReplicas": count(&|m| m.ready),
+        "upToDateReplicas": count(&|_| true),
+        "selector": selector.to_string(),
+        "observedGeneration": set.meta().generation,
+    });
+    let current = json!({
+        "replicas": status.replicas,
+        "readyReplicas": status.ready_replicas,
+        "availableReplicas": status.available_replicas,
+        "upToDateReplicas": status.up_to_date_replicas,
+        "selector": status.selector,
+        "observedGeneration": status.observed_generation,
+    });
+    if desired != current {
+        ctx.patch_status(&sets, &set, desired).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// The v1beta2 `Paused` condition as Cluster API's `paused.EnsurePausedCondition` sets it.
+pub(super) fn paused_condition(paused: bool, kind: &str, generation: Option<i64>) -> Condition<'static> {
+    if paused {
+        Condition::new("Paused", true, "Paused")
+            .message(format!("{kind} has the cluster.x-k8s.io/paused annotation"))
+            .generation(generation)
+    } else {
+        Condition::new("Paused", false, "NotPaused").generation(generation)
+    }
+}
+
+fn member(machine: &Machine) -> Member {
+    let status = machine.status.as_ref();
+    Member {
+        name: machine.name_any(),
+        uid: machine.uid().unwrap_or_default(),
+        created: machine.meta().creation_timestamp.clone(),
+        labels: machine.labels().clone(),
+        marked: machine.annotations().contains_key(DELETE_ANNOTATION),
+        ready: status.is_some_and(|s| s.node_ref.is_some() && s.phase.as_deref() == Some("Running")),
+    }
+}
+
+async fn delete_quietly<K>(api: &Api<K>, name: &str) -> Result<(), Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// One new Machine: its InfraMachine cloned from the template first, then the Machine
+/// that references it (if the Machine cannot be created, the InfraMachine is removed).
+async fn create_machine(set: &MachineSet, machines: &Api<Machine>, ctx: &Ctx) -> Result<(), Error> {
+    let name = machine_name(set);
+    let template = &set.spec.template;
+    let labels = machine_labels(set);
+    let template_ref = &template.spec.infrastructure_ref;
+    let infra_kind = template_ref
+        .kind
+        .strip_suffix("Template")
+        .filter(|kind| !kind.is_empty())
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{} is not an infrastructure machine template",
+                template_ref.kind
+            ))
+        })?;
+    let templates = ctx
+        .shared
+        .infra_api(&template_ref.api_group, &template_ref.kind)
+        .await?;
+    let source = templates.get(&template_ref.name).await?;
+    let infra_machines = ctx.shared.infra_api(&template_ref.api_group, infra_kind).await?;
+    let mut infra_labels = labels.clone();
+    infra_labels.insert(CLUSTER_NAME_LABEL.to_owned(), set.spec.cluster_name.clone());
+    let mut infra_annotations = source.data["spec"]["template"]["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    infra_annotations.insert(
+        "cluster.x-k8s.io/cloned-from-name".into(),
+        json!(template_ref.name),
+    );
+    infra_annotations.insert(
+        "cluster.x-k8s.io/cloned-from-groupkind".into(),
+        json!(format!("{}.{}", template_ref.kind, template_ref.api_group)),
+    );
+    let infra: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": source.types.as_ref().map(|t| t.api_version.clone()).unwrap_or_default(),
+        "kind": infra_kind,
+        "metadata": {
+            "name": name,
+            "namespace": set.namespace(),
+            "labels": infra_labels,
+            "annotations": infra_annotations,
+            "ownerReferences": [{
+                "apiVersion": MachineSet::api_version(&()),
+                "kind": "MachineSet",
+                "name": set.name_any(),
+                "uid": set.uid().unwrap_or_default(),
+            }],
+        },
+        "spec": source.data["spec"]["template"]["spec"].clone(),
+    }))
+    .map_err(|e| Error::Invalid(format!("InfraMachine for {name}: {e}")))?;
+    infra_machines.create(&post_params(), &infra).await?;
+
+    let mut spec = template.spec.clone();
+    spec.cluster_name.clone_from(&set.spec.cluster_name);
+    spec.infrastructure_ref = ContractVersionedObjectReference {
+        api_group: template_ref.api_group.clone(),
+        kind: infra_kind.to_owned(),
+        name: name.clone(),
+    };
+    let mut machine = Machine::new(&name, spec);
+    machine.metadata.namespace = set.namespace();
+    machine.metadata.labels = Some(labels);
+    machine.metadata.annotations = template.metadata.as_ref().and_then(|m| m.annotations.clone());
+    machine.metadata.finalizers = Some(vec![CAPI_MACHINE_FINALIZER.to_owned()]);
+    machine.metadata.owner_references = set.controller_owner_ref(&()).map(|owner| vec![owner]);
+    if let Err(error) = machines.create(&post_params(), &machine).await {
+        delete_quietly(&infra_machines, &name).await?;
+        return Err(error.into());
+    }
+    Ok(())
+}
+
+/// `spec.machineNaming.template` (default `{{ .machineSet.name }}-{{ .random }}`).
+fn machine_name(set: &MachineSet) -> String {
+    let template = set
+        .spec
+        .machine_naming
+        .as_ref()
+        .and_then(|naming| naming.template.as_deref())
+        .filter(|t| t.contains("{{ .random }}"))
+        .unwrap_or("{{ .machineSet.name }}-{{ .random }}");
+    template
+        .replace("{{ .machineSet.name }}", &set.name_any())
+        .replace("{{ .cluster.name }}", &set.spec.cluster_name)
+        .replace("{{ .random }}", &scaling::random_suffix(5))
+}
+
+/// The template's labels and the set's name label.
+fn machine_labels(set: &MachineSet) -> BTreeMap<String, String> {
+    let mut labels = set
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.insert(SET_NAME_LABEL.to_owned(), set.name_any());
+    labels
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}

@@ -1,0 +1,117 @@
+//! The simulated cloud: an "instance" is derived from the object's uid, so the same object
+//! always gets the same instance ID, private address and host name, and nothing is stored
+//! anywhere but in the objects themselves.
+
+use serde_json::{Value, json};
+
+/// Where instances run when their spec names no zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cloud {
+    /// The availability zone, e.g. `us-east-1a`.
+    pub zone: String,
+}
+
+impl Default for Cloud {
+    fn default() -> Self {
+        Self {
+            zone: "us-east-1a".to_owned(),
+        }
+    }
+}
+
+/// One simulated EC2 instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Instance {
+    /// `i-0` and 16 hex digits.
+    pub id: String,
+    /// The availability zone.
+    pub zone: String,
+    /// `10.x.y.z`.
+    pub private_ip: String,
+}
+
+impl Instance {
+    /// The instance of the object with `uid`, in `zone`.
+    pub fn for_uid(uid: &str, zone: &str) -> Self {
+        let hash = fnv1a64(uid.as_bytes());
+        let [_, _, _, _, _, a, b, c] = hash.to_be_bytes();
+        Self {
+            id: format!("i-0{hash:016x}"),
+            zone: zone.to_owned(),
+            private_ip: format!("10.{a}.{b}.{}", c.max(1)),
+        }
+    }
+
+    /// `aws:///<zone>/<instance id>`, the form both AWS providers write.
+    pub fn provider_id(&self) -> String {
+        format!("aws:///{}/{}", self.zone, self.id)
+    }
+
+    /// The region: the zone without its letter.
+    pub fn region(&self) -> &str {
+        self.zone.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+    }
+
+    /// The EC2 private DNS name, which is also the Node's name.
+    pub fn host_name(&self) -> String {
+        let dashed = self.private_ip.replace('.', "-");
+        match self.region() {
+            "us-east-1" => format!("ip-{dashed}.ec2.internal"),
+            region => format!("ip-{dashed}.{region}.compute.internal"),
+        }
+    }
+
+    /// The addresses both APIs report (`InternalIP`, `InternalDNS`, `Hostname`).
+    pub fn addresses(&self) -> Value {
+        json!([
+            {"type": "InternalIP", "address": self.private_ip},
+            {"type": "InternalDNS", "address": self.host_name()},
+            {"type": "Hostname", "address": self.host_name()},
+        ])
+    }
+}
+
+/// The zone an instance ID runs in, from a provider ID `aws:///<zone>/<id>`.
+pub(super) fn zone_of_provider_id(provider_id: &str) -> Option<&str> {
+    let rest = provider_id.strip_prefix("aws:///")?;
+    let (zone, _) = rest.split_once('/')?;
+    (!zone.is_empty()).then_some(zone)
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_uid_is_the_same_instance() {
+        let a = Instance::for_uid("5b1f", "eu-west-1b");
+        assert_eq!(a, Instance::for_uid("5b1f", "eu-west-1b"));
+        assert_ne!(a.id, Instance::for_uid("5b20", "eu-west-1b").id);
+        assert_eq!(a.id.len(), 19);
+        assert!(a.id.starts_with("i-0"));
+    }
+
+    #[test]
+    fn provider_id_region_and_host_name_follow_aws() {
+        let instance = Instance::for_uid("x", "eu-west-1b");
+        assert_eq!(
+            instance.provider_id(),
+            format!("aws:///eu-west-1b/{}", instance.id)
+        );
+        assert_eq!(instance.region(), "eu-west-1");
+        assert!(instance.host_name().ends_with(".eu-west-1.compute.internal"));
+        assert!(
+            Instance::for_uid("x", "us-east-1a")
+                .host_name()
+                .ends_with(".ec2.internal")
+        );
+        assert_eq!(zone_of_provider_id(&instance.provider_id()), Some("eu-west-1b"));
+        assert_eq!(zone_of_provider_id("gce://p/z/n"), None);
+    }
+}

@@ -1,0 +1,192 @@
+//! The Machine API MachineSet controller (machine-api-operator's `pkg/controller/machineset`):
+//!
+//! | state | what it does |
+//! |---|---|
+//! | being deleted | nothing (its Machines go with it through garbage collection) |
+//! | `status.authoritativeAPI` set and not `MachineAPI` | nothing but `Paused`=True (`AuthoritativeAPINotMachineAPI`) |
+//! | otherwise | `Paused`=False (`AuthoritativeAPIMachineAPI`), then on: |
+//! | orphans matching the selector | adopts them (controller owner reference) |
+//! | fewer Machines than `spec.replicas` | creates `<set>-<random>` from the template, owned by the set |
+//! | more | deletes the surplus (delete-machine annotation first, then not running, then `deletePolicy`) |
+//! | always | status: replicas, fullyLabeled/ready/available replicas, observedGeneration, labelSelector |
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use sync_core::api::AuthoritativeApi;
+use sync_core::api::mapi::{Machine, MachineSet};
+
+use super::conditions::{Condition, Conditions};
+use super::runtime::{self, Ctx, Error, Shared, controller_owner};
+use super::scaling::{self, Member};
+
+/// The field manager of this controller's writes.
+pub(super) const MANAGER: &str = "simulated-machine-api-machineset-controller";
+/// Marks a Machine to go first when its set scales down.
+const DELETE_ANNOTATION: &str = "machine.openshift.io/delete-machine";
+
+pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
+    let client = shared.client.clone();
+    let namespace = shared.namespaces.mapi.clone();
+    let controller = Controller::new(
+        Api::<MachineSet>::namespaced(client.clone(), &namespace),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Machine>::namespaced(client, &namespace),
+        watcher::Config::default(),
+    );
+    runtime::run(controller, Ctx::new(shared, MANAGER), reconcile, shutdown).await;
+}
+
+async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    if set.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let namespace = &ctx.shared.namespaces.mapi;
+    let sets = Api::<MachineSet>::namespaced(ctx.client(), namespace);
+    let status = set.status.clone().unwrap_or_default();
+    let mut conditions = Conditions::from_list(&status.sync.conditions);
+    let authority = status.sync.authoritative_api.as_ref();
+    let paused = authority.is_some_and(|a| *a != AuthoritativeApi::MachineApi);
+    let message = format!(
+        "The AuthoritativeAPI is set to {}",
+        authority.map(AuthoritativeApi::as_str).unwrap_or_default()
+    );
+    conditions.set(&if paused {
+        Condition::new("Paused", true, "AuthoritativeAPINotMachineAPI").message(message)
+    } else {
+        Condition::new("Paused", false, "AuthoritativeAPIMachineAPI").message(message)
+    });
+    if paused {
+        if conditions.changed() {
+            ctx.patch_status(&sets, &set, json!({ "conditions": conditions.into_json() }))
+                .await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+    let template = set.spec.template.clone().unwrap_or_default();
+    let template_meta = template.metadata.clone().unwrap_or_default();
+    let template_labels = template_meta.labels.clone().unwrap_or_default();
+    if !scaling::selects(&selector, &template_labels) {
+        return Err(Error::Invalid(format!(
+            "MachineSet {}: the selector does not match the template's labels",
+            set.name_any()
+        )));
+    }
+
+    let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
+    let mut members = Vec::new();
+    for machine in machines.list(&ListParams::default()).await?.items {
+        let owner = controller_owner(&machine, "machine.openshift.io", "MachineSet");
+        if owner.as_deref().is_some_and(|o| o != set.name_any())
+            || machine.meta().deletion_timestamp.is_some()
+            || !scaling::selects(&selector, machine.labels())
+        {
+            continue;
+        }
+        if owner.is_none() {
+            let mut owners = serde_json::to_value(machine.owner_references()).unwrap_or_else(|_| json!([]));
+            if let Some(list) = owners.as_array_mut() {
+                list.extend(
+                    set.controller_owner_ref(&())
+                        .and_then(|o| serde_json::to_value(o).ok()),
+                );
+            }
+            ctx.patch(
+                &machines,
+                &machine,
+                json!({ "metadata": { "ownerReferences": owners } }),
+            )
+            .await?;
+        }
+        members.push(member(&machine));
+    }
+
+    let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
+    if members.len() < replicas {
+        for _ in members.len()..replicas {
+            let machine = new_machine(&set, &template);
+            machines.create(&post_params(), &machine).await?;
+        }
+    } else if members.len() > replicas {
+        let policy = set.spec.delete_policy.as_deref();
+        for doomed in scaling::to_delete(members.clone(), members.len() - replicas, policy) {
+            match machines.delete(&doomed.name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    let count = |f: &dyn Fn(&Member) -> bool| {
+        i32::try_from(members.iter().filter(|m| f(m)).count()).unwrap_or(i32::MAX)
+    };
+    let fully_labeled = count(&|m| template_labels.iter().all(|(k, v)| m.labels.get(k) == Some(v)));
+    let ready = count(&|m| m.ready);
+    let desired = json!({
+        "replicas": count(&|_| true),
+        "fullyLabeledReplicas": fully_labeled,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "observedGeneration": set.meta().generation,
+        "labelSelector": selector.to_string(),
+    });
+    let current = json!({
+        "replicas": status.replicas,
+        "fullyLabeledReplicas": status.fully_labeled_replicas,
+        "readyReplicas": status.ready_replicas,
+        "availableReplicas": status.available_replicas,
+        "observedGeneration": status.observed_generation,
+        "labelSelector": status.label_selector,
+    });
+    if desired != current || conditions.changed() {
+        let mut update = desired;
+        update["conditions"] = conditions.into_json();
+        ctx.patch_status(&sets, &set, update).await?;
+    }
+    Ok(Action::await_change())
+}
+
+fn member(machine: &Machine) -> Member {
+    let status = machine.status.as_ref();
+    Member {
+        name: machine.name_any(),
+        uid: machine.uid().unwrap_or_default(),
+        created: machine.meta().creation_timestamp.clone(),
+        labels: machine.labels().clone(),
+        marked: machine.annotations().contains_key(DELETE_ANNOTATION),
+        ready: status.is_some_and(|s| s.node_ref.is_some() && s.phase.as_deref() == Some("Running")),
+    }
+}
+
+/// A Machine from the set's template, as the real controller creates it.
+fn new_machine(set: &MachineSet, template: &sync_core::api::mapi::MachineTemplateSpec) -> Machine {
+    let meta = template.metadata.clone().unwrap_or_default();
+    let mut machine = Machine::new("", template.spec.clone().unwrap_or_default());
+    machine.metadata.name = None;
+    machine.metadata.generate_name = Some(format!("{}-", set.name_any()));
+    machine.metadata.namespace = set.namespace();
+    machine.metadata.labels = meta
+        .labels
+        .filter(|l| !l.is_empty())
+        .or_else(|| Some(BTreeMap::new()));
+    machine.metadata.annotations = meta.annotations;
+    machine.metadata.owner_references = set.controller_owner_ref(&()).map(|owner| vec![owner]);
+    machine
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}

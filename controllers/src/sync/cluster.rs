@@ -1,0 +1,36 @@
+//! The cluster the controllers run in, from the `Infrastructure` object (`cluster`).
+
+use kube::Client;
+use kube::api::Api;
+use sync_core::api::Infrastructure;
+
+/// What the sync needs to know about the cluster.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// `status.infrastructureName`: the CAPI cluster name (the CAPI `Cluster` owner).
+    pub infrastructure_name: String,
+    /// `status.platformStatus.type` (`AWS`, `OpenStack`, …); empty when unknown.
+    pub platform: String,
+    /// The whole object, for the platform's conversion.
+    pub infrastructure: Infrastructure,
+}
+
+impl Cluster {
+    /// Reads `config.openshift.io/v1` `Infrastructure` `cluster`.
+    pub async fn read(client: &Client) -> Result<Self, kube::Error> {
+        let api: Api<Infrastructure> = Api::all(client.clone());
+        Ok(Self::from_infrastructure(
+            api.get(sync_core::api::infrastructure::CLUSTER).await?,
+        ))
+    }
+
+    /// The facts of an `Infrastructure` object.
+    pub fn from_infrastructure(infrastructure: Infrastructure) -> Self {
+        let status = infrastructure.status.clone().unwrap_or_default();
+        Self {
+            infrastructure_name: status.infrastructure_name.clone().unwrap_or_default(),
+            platform: status.platform_type().unwrap_or_default().to_owned(),
+            infrastructure,
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! What a conversion reports: field errors (the object cannot be represented on the other
+//! side) and warnings (it can, with a documented loss), each with the path of the field in
+//! the source object.
+//!
+//! A conversion never stops at the first problem: every error and warning of an object is
+//! collected ([`Report`]) and returned together ([`ConversionErrors`]), the way
+//! kube-apiserver reports every invalid field of a request (`field.ErrorList`).
+
+use std::fmt;
+
+/// The path of a field in an object, in kube-apiserver's notation:
+/// `spec.providerSpec.value.blockDevices[0].ebs`, `metadata.labels[app]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FieldPath(String);
+
+impl FieldPath {
+    /// A path from dot-separated segments: `FieldPath::new("spec.providerSpec")`.
+    pub fn new(path: impl Into<String>) -> Self {
+        Self(path.into())
+    }
+
+    /// The path of a field of this one.
+    #[must_use]
+    pub fn child(&self, name: &str) -> Self {
+        if self.0.is_empty() {
+            Self(name.to_owned())
+        } else {
+            Self(format!("{}.{name}", self.0))
+        }
+    }
+
+    /// The path of a list item of this field.
+    #[must_use]
+    pub fn index(&self, index: usize) -> Self {
+        Self(format!("{}[{index}]", self.0))
+    }
+
+    /// The path of a map entry of this field.
+    #[must_use]
+    pub fn key(&self, key: &str) -> Self {
+        Self(format!("{}[{key}]", self.0))
+    }
+
+    /// The path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for FieldPath {
+    fn from(path: &str) -> Self {
+        Self::new(path)
+    }
+}
+
+/// Why a field cannot be converted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The field is set, and the other API has no way to say the same thing.
+    Unsupported,
+    /// The field's value is not one the conversion understands.
+    Invalid,
+    /// A value the conversion needs is missing.
+    Required,
+}
+
+impl ErrorKind {
+    /// The kind as kube-apiserver's `field.ErrorType` words it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unsupported => "Unsupported value",
+            Self::Invalid => "Invalid value",
+            Self::Required => "Required value",
+        }
+    }
+}
+
+/// One field that blocks the conversion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Where, in the source object (or `infrastructure.…` for the Infrastructure input).
+    pub path: FieldPath,
+    /// What is wrong.
+    pub kind: ErrorKind,
+    /// The offending value, as compact JSON, when there is one.
+    pub value: Option<String>,
+    /// A sentence for a person planning a migration.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A set field the other API cannot represent.
+    pub fn unsupported(path: FieldPath, value: impl fmt::Debug, message: impl Into<String>) -> Self {
+        Self::with_value(path, ErrorKind::Unsupported, value, message)
+    }
+
+    /// A value the conversion does not understand.
+    pub fn invalid(path: FieldPath, value: impl fmt::Debug, message: impl Into<String>) -> Self {
+        Self::with_value(path, ErrorKind::Invalid, value, message)
+    }
+
+    /// A value the conversion needs and did not get.
+    pub fn required(path: FieldPath, message: impl Into<String>) -> Self {
+        Self {
+            path,
+            kind: ErrorKind::Required,
+            value: None,
+            message: message.into(),
+        }
+    }
+
+    fn with_value(
+        path: FieldPath,
+        kind: ErrorKind,
+        value: impl fmt::Debug,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            path,
+            kind,
+            value: Some(format!("{value:?}")),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.kind.as_str())?;
+        if let Some(value) = &self.value {
+            write!(f, ": {value}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// A lossy but acceptable conversion of one field: the result is usable, and this says
+/// what it does not carry over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// Where, in the source object.
+    pub path: FieldPath,
+    /// What is lost or changed.
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning about the field at `path`.
+    pub fn new(path: FieldPath, message: impl Into<String>) -> Self {
+        Self {
+            path,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// A successful conversion: the converted value and the warnings it came with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Converted<T> {
+    /// The converted object(s).
+    pub value: T,
+    /// What was lost on the way (empty for a faithful conversion).
+    pub warnings: Vec<Warning>,
+}
+
+/// A failed conversion: every field that blocks it, and the warnings found on the way.
+#[derive(Clone, Debug, Default, PartialEq, Eq, thiserror::Error)]
+pub struct ConversionErrors {
+    /// Every blocking field (never empty).
+    pub errors: Vec<FieldError>,
+    /// Warnings about other fields.
+    pub warnings: Vec<Warning>,
+}
+
+impl fmt::Display for ConversionErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut errors = self.errors.iter();
+        if let Some(first) = errors.next() {
+            write!(f, "{first}")?;
+        }
+        for error in errors {
+            write!(f, "; {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of a conversion.
+pub type ConversionResult<T> = Result<Converted<T>, ConversionErrors>;
+
+/// Collects the errors and warnings of one object's conversion.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    errors: Vec<FieldError>,
+    warnings: Vec<Warning>,
+}
+
+impl Report {
+    pub(crate) fn error(&mut self, error: FieldError) {
+        self.errors.push(error);
+    }
+
+    pub(crate) fn warn(&mut self, path: FieldPath, message: impl Into<String>) {
+        self.warnings.push(Warning::new(path, message));
+    }
+
+    /// The value if nothing blocked it, else every error.
+    pub(crate) fn finish<T>(self, value: T) -> ConversionResult<T> {
+        if self.errors.is_empty() {
+            Ok(Converted {
+                value,
+                warnings: self.warnings,
+            })
+        } else {
+            Err(ConversionErrors {
+                errors: self.errors,
+                warnings: self.warnings,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_read_like_kube_apiserver() {
+        let path = FieldPath::new("spec.providerSpec.value")
+            .child("blockDevices")
+            .index(2)
+            .child("ebs");
+        assert_eq!(path.to_string(), "spec.providerSpec.value.blockDevices[2].ebs");
+        assert_eq!(FieldPath::default().child("spec").to_string(), "spec");
+        assert_eq!(
+            FieldPath::new("metadata.labels").key("a/b").to_string(),
+            "metadata.labels[a/b]"
+        );
+    }
+
+    #[test]
+    fn every_error_is_reported() {
+        let mut report = Report::default();
+        report.error(FieldError::unsupported("spec.a".into(), 1, "no a"));
+        report.warn("spec.w".into(), "lossy");
+        report.error(FieldError::required("spec.b".into(), "b is needed"));
+        let Err(failed) = report.finish(()) else {
+            panic!("a report with errors must fail");
+        };
+        assert_eq!(failed.errors.len(), 2);
+        assert_eq!(failed.warnings.len(), 1);
+        assert_eq!(
+            failed.to_string(),
+            "spec.a: Unsupported value: 1: no a; spec.b: Required value: b is needed"
+        );
+    }
+
+    #[test]
+    fn warnings_alone_do_not_fail() {
+        let mut report = Report::default();
+        report.warn("spec.w".into(), "lossy");
+        let converted = report.finish(7).ok();
+        assert_eq!(converted.map(|c| (c.value, c.warnings.len())), Some((7, 1)));
+    }
+}

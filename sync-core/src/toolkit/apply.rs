@@ -1,0 +1,219 @@
+//! Writing an object by server-side apply, and not writing it when nothing would change.
+//!
+//! A mirror's own watch event reconciles its pair again; if every reconcile applied, each
+//! apply's event would trigger the next one. So the desired object is compared with what
+//! the field manager owns in the live one ([`super::owned`]), ignoring what the server
+//! or time alone changes: server metadata, conditions' `lastTransitionTime`, and the
+//! `cluster.x-k8s.io/conversion-data` annotation (written by CAPI's conversion webhooks).
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::owned::owned_by;
+
+/// The annotation CAPI's conversion webhooks keep lossy fields in; never compared.
+pub const CONVERSION_DATA_ANNOTATION: &str = "cluster.x-k8s.io/conversion-data";
+
+/// The part of an object an apply writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Metadata (labels, annotations, owner references, finalizers) and spec: the object.
+    Object,
+    /// `status`, through the status subresource.
+    Status,
+}
+
+/// What [`apply`] did.
+#[derive(Debug)]
+pub enum Applied<K> {
+    /// The live object already held the desired state: nothing was sent.
+    Unchanged,
+    /// The server returned this object after the apply (created or changed).
+    Written(Box<K>),
+}
+
+impl<K> Applied<K> {
+    /// Whether a request changed (or created) the object.
+    pub fn written(&self) -> bool {
+        matches!(self, Self::Written(_))
+    }
+}
+
+/// Applies `desired`'s `part` under `manager` (with force: the controller is the source of
+/// truth for what it mirrors), unless `live` already holds it. `live: None` creates it.
+pub async fn apply<K>(
+    api: &Api<K>,
+    manager: &str,
+    live: Option<&K>,
+    desired: &K,
+    part: Part,
+) -> Result<Applied<K>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    apply_typed(api, &(), manager, live, desired, part).await
+}
+
+/// [`apply`] for kinds known at run time (`DynamicObject` with its `ApiResource`).
+pub async fn apply_typed<K>(
+    api: &Api<K>,
+    types: &K::DynamicType,
+    manager: &str,
+    live: Option<&K>,
+    desired: &K,
+    part: Part,
+) -> Result<Applied<K>, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let body = body(desired, types, part).map_err(kube::Error::SerdeError)?;
+    if let Some(live) = live
+        && !would_change(live, &body, manager, part).map_err(kube::Error::SerdeError)?
+    {
+        return Ok(Applied::Unchanged);
+    }
+    let name = desired.name_any();
+    let params = PatchParams::apply(manager).force();
+    let written = match part {
+        Part::Object => api.patch(&name, &params, &Patch::Apply(&body)).await?,
+        Part::Status => api.patch_status(&name, &params, &Patch::Apply(&body)).await?,
+    };
+    Ok(Applied::Written(Box::new(written)))
+}
+
+/// Whether applying `body` under `manager` would change `live`.
+pub fn would_change<K>(live: &K, body: &Value, manager: &str, part: Part) -> Result<bool, serde_json::Error>
+where
+    K: Resource + Serialize,
+{
+    let subresource = (part == Part::Status).then_some("status");
+    let live_value = serde_json::to_value(live)?;
+    let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
+    let owned = owned_by(&live_value, managed, manager, subresource);
+    Ok(comparable(owned) != comparable(body.clone()))
+}
+
+/// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
+fn body<K: Resource + Serialize>(
+    desired: &K,
+    types: &K::DynamicType,
+    part: Part,
+) -> Result<Value, serde_json::Error> {
+    let Value::Object(mut full) = serde_json::to_value(desired)? else {
+        return Ok(Value::Null);
+    };
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), K::api_version(types).into());
+    out.insert("kind".into(), K::kind(types).into());
+    let mut metadata = Map::new();
+    let mut live_meta = match full.remove("metadata") {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
+    let keep: &[&str] = match part {
+        Part::Object => &[
+            "name",
+            "namespace",
+            "labels",
+            "annotations",
+            "ownerReferences",
+            "finalizers",
+        ],
+        Part::Status => &["name", "namespace"],
+    };
+    for key in keep {
+        if let Some(value) = live_meta.remove(*key) {
+            metadata.insert((*key).into(), value);
+        }
+    }
+    out.insert("metadata".into(), Value::Object(metadata));
+    for (key, value) in full {
+        let is_status = key == "status";
+        if key != "apiVersion" && key != "kind" && is_status == (part == Part::Status) {
+            out.insert(key, value);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// A value in the form both sides are compared in: only the fields an apply owns, with
+/// nulls and empty maps dropped, and without what is never compared.
+fn comparable(value: Value) -> Value {
+    let mut value = prune(value).unwrap_or(Value::Object(Map::new()));
+    if let Some(map) = value.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+        if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+            meta.retain(|k, _| !matches!(k.as_str(), "name" | "namespace"));
+            if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
+                annotations.remove(CONVERSION_DATA_ANNOTATION);
+                if annotations.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+            if meta.is_empty() {
+                map.remove("metadata");
+            }
+        }
+    }
+    value
+}
+
+/// Drops nulls, empty maps and lists, and conditions' `lastTransitionTime`, recursively.
+fn prune(value: Value) -> Option<Value> {
+    match value {
+        Value::Null => None,
+        Value::Object(map) => {
+            let map: Map<String, Value> = map
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let v = if k == "conditions" {
+                        without_transition_times(v)
+                    } else {
+                        v
+                    };
+                    prune(v).map(|v| (k, v))
+                })
+                .collect();
+            (!map.is_empty()).then_some(Value::Object(map))
+        }
+        Value::Array(items) => {
+            let items: Vec<Value> = items.into_iter().filter_map(prune).collect();
+            (!items.is_empty()).then_some(Value::Array(items))
+        }
+        scalar => Some(scalar),
+    }
+}
+
+fn without_transition_times(mut conditions: Value) -> Value {
+    for condition in conditions.as_array_mut().into_iter().flatten() {
+        if let Some(condition) = condition.as_object_mut() {
+            condition.remove("lastTransitionTime");
+        }
+    }
+    conditions
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn comparison_ignores_server_metadata_transition_times_and_conversion_data() {
+        let a = json!({"apiVersion": "v", "kind": "K",
+            "metadata": {"name": "n", "namespace": "ns", "annotations": {CONVERSION_DATA_ANNOTATION: "x"}},
+            "spec": {"empty": {}, "gone": null, "v": 1},
+            "status": {"conditions": [{"type": "T", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let b = json!({"spec": {"v": 1}, "status": {"conditions": [{"type": "T", "status": "True"}]}});
+        assert_eq!(comparable(a), comparable(b));
+        assert_ne!(
+            comparable(json!({"metadata": {"labels": {"a": "1"}}})),
+            comparable(json!({"metadata": {"labels": {"a": "2"}}}))
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! The sync toolkit: the writes every pair's hooks make, generic over the kinds.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
+//! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply`] compares with) |
+//! | [`status`] | the `Synchronized` condition and `status.synchronizedGeneration` |
+//! | [`finalizers`] | ensure, release, release after another finalizer is gone |
+//! | [`pause`] | the `cluster.x-k8s.io/paused` annotation and the `Paused` condition |
+//! | [`report`] | a failed sync: `Synchronized=False`, a Warning Event, no hot retry |
+pub mod apply;
+pub mod finalizers;
+pub mod owned;
+pub mod pause;
+pub mod report;
+pub mod status;
+
+pub use apply::{Applied, Part, apply, apply_typed};
+pub use finalizers::{Release, SYNC_FINALIZER};
+pub use status::Synchronized;

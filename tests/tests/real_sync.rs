@@ -1,0 +1,766 @@
+//! The real sync end to end: the AWS hooks on envtest as the operator's ServiceAccount
+//! (any Forbidden fails the scenario), with the simulated providers where a scenario needs
+//! another controller's work (finalizers, phases, status). One scenario per behaviour;
+//! regression scenarios name the upstream bug.
+
+use std::collections::BTreeMap;
+
+use e2e::real::{
+    AWS_VERSION, CLUSTER_NAME, RealSync, aws, aws_cluster, create_aws_machine, create_aws_machine_set,
+    eventually, finalizers_of, provider_spec, synchronized,
+};
+use e2e::{Cluster, TestResult};
+use kube::ResourceExt;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use sync_core::api::{AuthoritativeApi, capi, mapi};
+use sync_core::toolkit::SYNC_FINALIZER;
+use sync_core::toolkit::pause::PAUSED_ANNOTATION;
+
+const SET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
+
+async fn synced_machine(
+    cluster: &Cluster,
+    name: &str,
+    generation_of: impl Fn(&mapi::Machine) -> Option<i64>,
+) -> TestResult<mapi::Machine> {
+    let api = cluster.mapi_machines();
+    eventually(&format!("MAPI Machine {name} Synchronized=True"), || {
+        let api = api.clone();
+        let generation_of = &generation_of;
+        async move {
+            let machine = api.get(name).await?;
+            let done = synchronized(&machine).is_some_and(|(s, _)| s == "True")
+                && machine
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.sync.synchronized_generation)
+                    == generation_of(&machine);
+            Ok(done.then_some(machine))
+        }
+    })
+    .await
+}
+
+fn own_generation(machine: &mapi::Machine) -> Option<i64> {
+    machine.metadata.generation
+}
+
+#[tokio::test]
+async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    let labels = [
+        ("machine.openshift.io/cluster-api-machine-role", "worker"),
+        ("machine.openshift.io/instance-type", "m6i.large"),
+        ("team", "a"),
+    ];
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &labels,
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
+    assert!(finalizers_of(&mapi).contains(&SYNC_FINALIZER.to_owned()));
+
+    let machine = cluster.capi_machines().get("w-1").await?;
+    assert_eq!(machine.spec.cluster_name, CLUSTER_NAME);
+    assert_eq!(machine.spec.failure_domain.as_deref(), Some("us-east-1a"));
+    assert_eq!(
+        machine.spec.bootstrap.data_secret_name.as_deref(),
+        Some("worker-user-data")
+    );
+    assert_eq!(
+        machine
+            .spec
+            .deletion
+            .as_ref()
+            .and_then(|d| d.node_deletion_timeout_seconds),
+        Some(10)
+    );
+    assert_eq!(machine.spec.infrastructure_ref.kind, "AWSMachine");
+    assert_eq!(
+        machine.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
+        Some("")
+    );
+    let labels: BTreeMap<&str, &str> = machine
+        .labels()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(labels.get("node-role.kubernetes.io/worker"), Some(&""));
+    assert_eq!(labels.get("cluster.x-k8s.io/cluster-name"), Some(&CLUSTER_NAME));
+    assert_eq!(labels.get("team"), Some(&"a"));
+    assert!(!labels.contains_key("machine.openshift.io/instance-type"));
+    assert_eq!(
+        finalizers_of(&machine),
+        ["machine.cluster.x-k8s.io", SYNC_FINALIZER]
+    );
+
+    let infra = aws(&cluster, "AWSMachine").get("w-1").await?;
+    assert_eq!(infra.data["spec"]["instanceType"], "m6i.large");
+    assert_eq!(
+        infra.data["spec"]["rootVolume"],
+        json!({"size": 120, "type": "gp3"})
+    );
+    assert_eq!(
+        infra.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
+        Some("")
+    );
+    let owner = infra
+        .owner_references()
+        .first()
+        .cloned()
+        .ok_or("AWSMachine without owner")?;
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+        ("Machine", "w-1", machine.uid().unwrap_or_default().as_str())
+    );
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert_eq!(finalizers_of(&infra), [SYNC_FINALIZER]);
+
+    // Once the status is copied too, nothing more is written: the mirrors' own watch
+    // events, and a change of a field the sync does not own, cause no write.
+    let capi_api = cluster.capi_machines();
+    eventually("the CAPI status copied", || {
+        let api = capi_api.clone();
+        async move {
+            let m = api.get("w-1").await?;
+            Ok(
+                (m.status.as_ref().and_then(|s| s.observed_generation) == m.metadata.generation)
+                    .then_some(()),
+            )
+        }
+    })
+    .await?;
+    let reconciles = || {
+        sync.observer
+            .reconciles()
+            .iter()
+            .filter(|r| r.name == "w-1")
+            .count()
+    };
+    let before = reconciles();
+    let touched = aws(&cluster, "AWSMachine")
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"theirs": "x"}}})),
+        )
+        .await?;
+    eventually("a reconcile of the touched pair", || async {
+        Ok((reconciles() > before).then_some(()))
+    })
+    .await?;
+    let capi_rv = cluster.capi_machines().get("w-1").await?.resource_version();
+    let mapi_rv = cluster.mapi_machines().get("w-1").await?.resource_version();
+    let before = reconciles();
+    cluster
+        .mapi_machines()
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await?;
+    aws(&cluster, "AWSMachine")
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"theirs": "y"}}})),
+        )
+        .await?;
+    eventually("another reconcile", || async {
+        Ok((reconciles() > before).then_some(()))
+    })
+    .await?;
+    assert_eq!(
+        cluster.capi_machines().get("w-1").await?.resource_version(),
+        capi_rv
+    );
+    assert_eq!(
+        cluster.mapi_machines().get("w-1").await?.resource_version(),
+        mapi_rv
+    );
+    let infra_now = aws(&cluster, "AWSMachine").get("w-1").await?;
+    assert_eq!(infra_now.labels().get("theirs").map(String::as_str), Some("y"));
+    assert_ne!(infra_now.resource_version(), touched.resource_version());
+
+    // A label edit propagates; a removed one is removed.
+    cluster
+        .mapi_machines()
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"team": null, "tier": "gold"}}})),
+        )
+        .await?;
+    let api = cluster.capi_machines();
+    eventually("label change on the CAPI Machine", || {
+        let api = api.clone();
+        async move {
+            let m = api.get("w-1").await?;
+            Ok((m.labels().get("tier").map(String::as_str) == Some("gold")
+                && !m.labels().contains_key("team"))
+            .then_some(()))
+        }
+    })
+    .await?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owners() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let api = cluster.capi_machines();
+    // The simulated MAPI provider runs the instance; its phase and addresses reach CAPI.
+    let machine = eventually("CAPI status copied from a Running MAPI Machine", || {
+        let api = api.clone();
+        async move {
+            let m = api.get("w-1").await?;
+            Ok((m.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).then_some(m))
+        }
+    })
+    .await?;
+    let status = machine.status.clone().unwrap_or_default();
+    assert!(status.addresses.is_some_and(|a| !a.is_empty()));
+    assert_eq!(
+        status.initialization.and_then(|i| i.infrastructure_provisioned),
+        Some(true)
+    );
+    let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
+    // The MAPI provider's Paused condition is still its own (upstream #313).
+    let conditions: Vec<&str> = mapi
+        .status
+        .as_ref()
+        .and_then(|s| s.sync.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| c.type_.as_str())
+        .collect();
+    assert!(conditions.contains(&"Synchronized"), "{conditions:?}");
+    let sync_manager = mapi
+        .managed_fields()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("MachineSyncController-SynchronizedCondition"))
+        .and_then(|e| e.fields_v1.as_ref())
+        .map(|f| {
+            f.0["f:status"]["f:conditions"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>())
+        })
+        .ok_or("no condition field manager")?;
+    assert_eq!(
+        sync_manager,
+        Some(vec!["k:{\"type\":\"Synchronized\"}".to_string()])
+    );
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "ClusterAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let api = cluster.capi_machines();
+    let machine = eventually("a CAPI Machine", || {
+        let api = api.clone();
+        async move { Ok(api.get_opt("w-1").await?) }
+    })
+    .await?;
+    assert!(!machine.annotations().contains_key(PAUSED_ANNOTATION));
+    let infra = aws(&cluster, "AWSMachine");
+    let infra = eventually("an AWSMachine", || {
+        let infra = infra.clone();
+        async move { Ok(infra.get_opt("w-1").await?) }
+    })
+    .await?;
+    assert!(!infra.annotations().contains_key(PAUSED_ANNOTATION));
+    // From then on CAPI drives: the MAPI Machine reports the CAPI generation.
+    let capi_generation = machine.metadata.generation;
+    synced_machine(&cluster, "w-1", |_| capi_generation).await?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    let set = create_aws_machine_set(&cluster, "ws", "ClusterAPI", 0, provider_spec("m6i.large")).await?;
+    // The CAPI MachineSet (the sync creates it from the MAPI one) and a Machine of it.
+    let sets = cluster.capi_machine_sets();
+    let capi_set = eventually("the CAPI MachineSet", || {
+        let sets = sets.clone();
+        async move { Ok(sets.get_opt("ws").await?) }
+    })
+    .await?;
+    let mut infra = kube::api::DynamicObject::new("ws-abc", &e2e::infra_resource("AWSMachine", AWS_VERSION));
+    infra.data = json!({"spec": {"instanceType": "m6i.xlarge", "ami": {"id": "ami-1"}}});
+    aws(&cluster, "AWSMachine")
+        .create(&PostParams::default(), &infra)
+        .await?;
+    let mut machine = capi::Machine::new("ws-abc", e2e::capi_machine_spec(("AWSMachine", "ws-abc")));
+    machine.spec.cluster_name = CLUSTER_NAME.into();
+    machine.spec.failure_domain = Some("us-east-1b".into());
+    machine.metadata.labels = Some(
+        [
+            (SET_LABEL.to_owned(), "ws".to_owned()),
+            ("cluster.x-k8s.io/set-name".to_owned(), "ws".to_owned()),
+        ]
+        .into(),
+    );
+    machine.metadata.owner_references = Some(vec![e2e::controller_owner(&capi_set)]);
+    cluster
+        .capi_machines()
+        .create(&PostParams::default(), &machine)
+        .await?;
+
+    let capi_generation = Some(1);
+    let mirror = synced_machine(&cluster, "ws-abc", |_| capi_generation).await?;
+    assert_eq!(mirror.spec.authoritative_api, Some(AuthoritativeApi::ClusterApi));
+    assert_eq!(
+        e2e::real::authority_of(&mirror),
+        Some(AuthoritativeApi::ClusterApi)
+    );
+    let owner = mirror.owner_references().first().cloned().ok_or("no owner")?;
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("MachineSet", set.uid().unwrap_or_default().as_str())
+    );
+    let labels = mirror.labels();
+    assert_eq!(labels.get(SET_LABEL).map(String::as_str), Some("ws"));
+    assert_eq!(
+        labels
+            .get("machine.openshift.io/instance-type")
+            .map(String::as_str),
+        Some("m6i.xlarge")
+    );
+    assert_eq!(
+        labels.get("machine.openshift.io/zone").map(String::as_str),
+        Some("us-east-1b")
+    );
+    assert!(
+        labels.keys().all(|k| !k.contains("cluster.x-k8s.io/")),
+        "{labels:?}"
+    );
+    assert!(finalizers_of(&mirror).contains(&SYNC_FINALIZER.to_owned()));
+    assert!(
+        finalizers_of(&cluster.capi_machines().get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
+    );
+    assert!(
+        finalizers_of(&aws(&cluster, "AWSMachine").get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
+    );
+    sync.stop().await
+}
+
+/// Waits until `api` has no object `name`.
+async fn gone<K>(api: &kube::Api<K>, name: &str) -> TestResult
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(&format!("{} {name} gone", K::kind(&())), || {
+        let api = api.clone();
+        async move { Ok(api.get_opt(name).await?.is_none().then_some(())) }
+    })
+    .await
+}
+
+/// The last reconcile of `name` ended without a hook error, and there were few (a write
+/// on a stale cache is refused and retried): no hot retry loop.
+fn no_hook_errors(sync: &RealSync, name: &str) -> TestResult {
+    let outcomes: Vec<_> = sync
+        .observer
+        .reconciles()
+        .into_iter()
+        .filter(|r| r.name == name)
+        .map(|r| r.outcome)
+        .collect();
+    let errors = outcomes.iter().filter(|o| o.result() == "error").count();
+    let last_failed = outcomes.last().is_some_and(|o| o.result() == "error");
+    if last_failed || errors > 3 {
+        return Err(format!("hook errors for {name}: {outcomes:?}").into());
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    // The MAPI provider holds its finalizer until it has deleted the instance.
+    let mapi_api = cluster.mapi_machines();
+    eventually("the MAPI provider's finalizer", || {
+        let api = mapi_api.clone();
+        async move {
+            Ok(api
+                .get("w-1")
+                .await?
+                .finalizers()
+                .iter()
+                .any(|f| f == "machine.machine.openshift.io")
+                .then_some(()))
+        }
+    })
+    .await?;
+    cluster
+        .mapi_machines()
+        .delete("w-1", &DeleteParams::default())
+        .await?;
+    gone(&cluster.mapi_machines(), "w-1").await?;
+    gone(&cluster.capi_machines(), "w-1").await?;
+    let infra = aws(&cluster, "AWSMachine");
+    eventually("AWSMachine gone", || {
+        let infra = infra.clone();
+        async move { Ok(infra.get_opt("w-1").await?.is_none().then_some(())) }
+    })
+    .await?;
+    no_hook_errors(&sync, "w-1")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "ClusterAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let api = cluster.capi_machines();
+    eventually("the CAPI provider's finalizer", || {
+        let api = api.clone();
+        async move {
+            Ok(api
+                .get_opt("w-1")
+                .await?
+                .filter(|m| {
+                    m.finalizers().iter().any(|f| f == "machine.cluster.x-k8s.io")
+                        && finalizers_of(m).contains(&SYNC_FINALIZER.to_owned())
+                })
+                .map(|_| ()))
+        }
+    })
+    .await?;
+    cluster
+        .capi_machines()
+        .delete("w-1", &DeleteParams::default())
+        .await?;
+    gone(&cluster.capi_machines(), "w-1").await?;
+    gone(&cluster.mapi_machines(), "w-1").await?;
+    assert!(aws(&cluster, "AWSMachine").get_opt("w-1").await?.is_none());
+    no_hook_errors(&sync, "w-1")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn an_infra_machine_spec_change_recreates_it() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    let first = aws(&cluster, "AWSMachine").get("w-1").await?;
+    cluster
+        .mapi_machines()
+        .patch(
+            "w-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"instanceType": "m6i.2xlarge"}}}})),
+        )
+        .await?;
+    let infra = aws(&cluster, "AWSMachine");
+    let first_uid = first.uid();
+    let second = eventually("a new AWSMachine", || {
+        let infra = infra.clone();
+        let first_uid = first_uid.clone();
+        async move { Ok(infra.get_opt("w-1").await?.filter(|m| m.uid() != first_uid)) }
+    })
+    .await?;
+    assert_eq!(second.data["spec"]["instanceType"], "m6i.2xlarge");
+    let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
+    assert_eq!(mapi.metadata.generation, Some(2));
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    // Owned by a ControlPlaneMachineSet.
+    let cp: mapi::Machine = serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {"name": "master-0", "ownerReferences": [{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet", "name": "cluster", "uid": "cpms-uid", "controller": true}]},
+        "spec": {"providerSpec": {"value": provider_spec("m6i.xlarge")}},
+    }))?;
+    cluster
+        .mapi_machines()
+        .create(&PostParams::default(), &cp)
+        .await?;
+    cluster.set_machine_authority("master-0", "MachineAPI").await?;
+    // A providerSpec the conversion refuses.
+    let mut bad = provider_spec("m6i.large");
+    bad["credentialsSecret"]["name"] = json!("my-own-credentials");
+    create_aws_machine(&cluster, "bad", "MachineAPI", &[], None, bad).await?;
+
+    for (name, reason) in [
+        ("master-0", "FailedToConvertMAPIMachineToCAPI"),
+        ("bad", "FailedToConvertMAPIMachineToCAPI"),
+    ] {
+        let api = cluster.mapi_machines();
+        let machine = eventually(&format!("{name} Synchronized=False"), || {
+            let api = api.clone();
+            async move {
+                Ok(Some(api.get(name).await?).filter(|m| synchronized(m).is_some_and(|(s, _)| s == "False")))
+            }
+        })
+        .await?;
+        assert_eq!(synchronized(&machine).map(|(_, r)| r), Some(reason.to_owned()));
+        assert!(cluster.capi_machines().get_opt(name).await?.is_none());
+        cluster
+            .wait_for_warning(&cluster.namespaces.mapi, "SynchronizationError", name)
+            .await?;
+        no_hook_errors(&sync, name)?;
+    }
+    let message = sync_core::toolkit::status::synchronized(&cluster.mapi_machines().get("master-0").await?)
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(message.contains("control plane machine set"), "{message}");
+
+    // Fixing the input resumes the sync.
+    cluster
+        .mapi_machines()
+        .patch("bad", &PatchParams::default(), &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"credentialsSecret": {"name": "aws-cloud-credentials"}}}}})))
+        .await?;
+    synced_machine(&cluster, "bad", own_generation).await?;
+    sync.stop().await
+}
+
+async fn capi_set(cluster: &Cluster, name: &str) -> TestResult<capi::MachineSet> {
+    let sets = cluster.capi_machine_sets();
+    eventually(&format!("CAPI MachineSet {name}"), || {
+        let sets = sets.clone();
+        async move { Ok(sets.get_opt(name).await?) }
+    })
+    .await
+}
+
+async fn synced_set(
+    cluster: &Cluster,
+    name: &str,
+    generation: impl Fn(&mapi::MachineSet) -> Option<i64>,
+) -> TestResult<mapi::MachineSet> {
+    let api = cluster.mapi_machine_sets();
+    eventually(&format!("MAPI MachineSet {name} Synchronized=True"), || {
+        let api = api.clone();
+        let generation = &generation;
+        async move {
+            let set = api.get(name).await?;
+            let done = synchronized(&set).is_some_and(|(s, _)| s == "True")
+                && set.status.as_ref().and_then(|s| s.sync.synchronized_generation) == generation(&set);
+            Ok(done.then_some(set))
+        }
+    })
+    .await
+}
+
+async fn templates(cluster: &Cluster, set: &str) -> TestResult<Vec<String>> {
+    let list = aws(cluster, "AWSMachineTemplate")
+        .list(&kube::api::ListParams::default().labels(&format!("{SET_LABEL}={set}")))
+        .await?;
+    Ok(list.items.iter().map(ResourceExt::name_any).collect())
+}
+
+#[tokio::test]
+async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295() -> TestResult
+{
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "ws", "MachineAPI", 2, provider_spec("m6i.large")).await?;
+    let set = synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
+    assert!(finalizers_of(&set).contains(&SYNC_FINALIZER.to_owned()));
+    let capi = capi_set(&cluster, "ws").await?;
+    assert_eq!(capi.spec.replicas, Some(2));
+    assert_eq!(
+        capi.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
+        Some("")
+    );
+    assert!(finalizers_of(&capi).contains(&SYNC_FINALIZER.to_owned()));
+    let first = capi.spec.template.spec.infrastructure_ref.name.clone();
+    assert!(
+        first.starts_with("ws-") && first.len() == "ws-".len() + 8,
+        "{first}"
+    );
+    assert_eq!(templates(&cluster, "ws").await?, std::slice::from_ref(&first));
+    let template = aws(&cluster, "AWSMachineTemplate").get(&first).await?;
+    assert_eq!(
+        template.data["spec"]["template"]["spec"]["instanceType"],
+        "m6i.large"
+    );
+
+    cluster
+        .mapi_machine_sets()
+        .patch(
+            "ws",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"providerSpec": {"value": {"instanceType": "m6i.4xlarge"}}}}}})),
+        )
+        .await?;
+    let sets = cluster.capi_machine_sets();
+    let rotated = eventually("the CAPI MachineSet on a new template", || {
+        let sets = sets.clone();
+        let first = first.clone();
+        async move {
+            Ok(Some(sets.get("ws").await?).filter(|s| s.spec.template.spec.infrastructure_ref.name != first))
+        }
+    })
+    .await?;
+    let second = rotated.spec.template.spec.infrastructure_ref.name.clone();
+    let c = &cluster;
+    eventually("only the new template left", || {
+        let second = second.clone();
+        async move { Ok((templates(c, "ws").await? == [second]).then_some(())) }
+    })
+    .await?;
+    let template = aws(&cluster, "AWSMachineTemplate").get(&second).await?;
+    assert_eq!(
+        template.data["spec"]["template"]["spec"]["instanceType"],
+        "m6i.4xlarge"
+    );
+    synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "ws", "ClusterAPI", 1, provider_spec("m6i.large")).await?;
+    let capi = capi_set(&cluster, "ws").await?;
+    assert!(!capi.annotations().contains_key(PAUSED_ANNOTATION));
+    // CAPI drives: a replica change there reaches the MAPI set, selector and authority kept.
+    cluster
+        .capi_machine_sets()
+        .patch(
+            "ws",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await?;
+    let api = cluster.mapi_machine_sets();
+    let mirror = eventually("MAPI replicas 3", || {
+        let api = api.clone();
+        async move { Ok(Some(api.get("ws").await?).filter(|s| s.spec.replicas == Some(3))) }
+    })
+    .await?;
+    assert_eq!(mirror.spec.authoritative_api, Some(AuthoritativeApi::ClusterApi));
+    assert_eq!(
+        mirror
+            .spec
+            .selector
+            .match_labels
+            .as_ref()
+            .and_then(|l| l.get(SET_LABEL))
+            .map(String::as_str),
+        Some("ws")
+    );
+    let capi_generation = cluster.capi_machine_sets().get("ws").await?.metadata.generation;
+    synced_set(&cluster, "ws", |_| capi_generation).await?;
+
+    // Deleting the MAPI mirror of a Cluster API set only releases it.
+    cluster
+        .mapi_machine_sets()
+        .delete("ws", &DeleteParams::default())
+        .await?;
+    gone(&cluster.mapi_machine_sets(), "ws").await?;
+    let capi = cluster.capi_machine_sets().get("ws").await?;
+    assert!(capi.metadata.deletion_timestamp.is_none());
+
+    // Upstream #626: the CAPI set, its MAPI set gone, is released when deleted.
+    cluster
+        .capi_machine_sets()
+        .delete("ws", &DeleteParams::default())
+        .await?;
+    gone(&cluster.capi_machine_sets(), "ws").await?;
+    no_hook_errors(&sync, "ws")?;
+    sync.stop().await
+}
+
+#[tokio::test]
+async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "owned", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    cluster
+        .mapi_machine_sets()
+        .patch(
+            "owned",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-1"}]}})),
+        )
+        .await?;
+    let api = cluster.mapi_machine_sets();
+    let set =
+        eventually("Synchronized=False", || {
+            let api = api.clone();
+            async move {
+                Ok(Some(api.get("owned").await?)
+                    .filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
+            }
+        })
+        .await?;
+    assert_eq!(
+        synchronized(&set).map(|(_, r)| r),
+        Some("FailedToConvertMAPIMachineSetToCAPI".to_owned())
+    );
+    assert!(cluster.capi_machine_sets().get_opt("owned").await?.is_none());
+    // The regression: upstream returned an error here, retried with backoff forever.
+    no_hook_errors(&sync, "owned")?;
+    sync.stop().await
+}
