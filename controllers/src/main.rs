@@ -11,7 +11,13 @@ use controllers::operator::{Cli, Exit, logging, run};
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::Convert(args)) = &cli.command {
-        let status = convert::run(args, &mut std::io::stdin(), &mut std::io::stdout(), &mut std::io::stderr()).await;
+        let status = convert::run(
+            args,
+            &mut std::io::stdin(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+        .await;
         return ExitCode::from(status as u8);
     }
     if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {

@@ -32,10 +32,7 @@ pub async fn read_objects(
     inputs: &mut Inputs,
 ) -> Result<Vec<String>, ClusterError> {
     let kinds: Vec<GroupVersionKind> = match direction {
-        Direction::MapiToCapi => vec![
-            gvk::<mapi::MachineSet>(),
-            gvk::<mapi::Machine>(),
-        ],
+        Direction::MapiToCapi => vec![gvk::<mapi::MachineSet>(), gvk::<mapi::Machine>()],
         Direction::CapiToMapi => vec![
             gvk::<capi::MachineSet>(),
             gvk::<capi::Machine>(),
@@ -47,10 +44,13 @@ pub async fn read_objects(
     for kind in kinds {
         let resource = ApiResource::from_gvk(&kind);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-        let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::Api {
-            what: format!("listing {}s in {namespace}", kind.kind),
-            source,
-        })?;
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: format!("listing {}s in {namespace}", kind.kind),
+                source,
+            })?;
         for (index, object) in list.items.into_iter().enumerate() {
             let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
             // Lists carry no per-item type.
@@ -78,10 +78,16 @@ pub async fn read_objects(
 /// `infrastructures.config.openshift.io/cluster`.
 pub async fn read_infrastructure(client: &Client) -> Result<Infrastructure, ClusterError> {
     let api: Api<Infrastructure> = Api::all(client.clone());
-    api.get(infrastructure::CLUSTER).await.map_err(|source| ClusterError::Api {
-        what: format!("reading infrastructures.{}/{}", infrastructure::GROUP, infrastructure::CLUSTER),
-        source,
-    })
+    api.get(infrastructure::CLUSTER)
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!(
+                "reading infrastructures.{}/{}",
+                infrastructure::GROUP,
+                infrastructure::CLUSTER
+            ),
+            source,
+        })
 }
 
 fn gvk<K: Resource<DynamicType = ()>>() -> GroupVersionKind {

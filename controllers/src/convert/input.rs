@@ -108,8 +108,16 @@ impl Inputs {
 
     /// Adds one object (e.g. from a cluster list).
     pub fn add(&mut self, origin: Origin, value: Value, direction: Direction) -> Result<(), String> {
-        let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         if !value.is_object() {
             return Err("not an object".to_owned());
         }
@@ -122,15 +130,21 @@ impl Inputs {
         let infra_version = format!("{}/{}", infrastructure::GROUP, infrastructure::VERSION);
         match (direction, api_version.as_str(), kind.as_str()) {
             (_, v, "Infrastructure") if v == infra_version => push(&mut self.infrastructures, origin, value),
-            (Direction::MapiToCapi, v, "Machine") if v == mapi_version => push(&mut self.mapi_machines, origin, value),
+            (Direction::MapiToCapi, v, "Machine") if v == mapi_version => {
+                push(&mut self.mapi_machines, origin, value)
+            }
             (Direction::MapiToCapi, v, "MachineSet") if v == mapi_version => {
                 push(&mut self.mapi_machine_sets, origin, value)
             }
-            (Direction::CapiToMapi, v, "Machine") if v == capi_version => push(&mut self.capi_machines, origin, value),
+            (Direction::CapiToMapi, v, "Machine") if v == capi_version => {
+                push(&mut self.capi_machines, origin, value)
+            }
             (Direction::CapiToMapi, v, "MachineSet") if v == capi_version => {
                 push(&mut self.capi_machine_sets, origin, value)
             }
-            (Direction::CapiToMapi, v, "AWSMachine") if v == capa_version => push(&mut self.aws_machines, origin, value),
+            (Direction::CapiToMapi, v, "AWSMachine") if v == capa_version => {
+                push(&mut self.aws_machines, origin, value)
+            }
             (Direction::CapiToMapi, v, "AWSMachineTemplate") if v == capa_version => {
                 push(&mut self.aws_machine_templates, origin, value)
             }
@@ -146,10 +160,18 @@ impl Inputs {
     }
 }
 
-fn push<T: DeserializeOwned>(into: &mut Vec<(Origin, T)>, origin: Origin, value: Value) -> Result<(), String> {
+fn push<T: DeserializeOwned>(
+    into: &mut Vec<(Origin, T)>,
+    origin: Origin,
+    value: Value,
+) -> Result<(), String> {
     let object = serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
-        format!("invalid at {path}: {}", error.into_inner())
+        if path == "." {
+            format!("invalid: {}", error.into_inner())
+        } else {
+            format!("invalid at {path}: {}", error.into_inner())
+        }
     })?;
     into.push((origin, object));
     Ok(())
@@ -167,7 +189,10 @@ fn list_items(document: &Value) -> Option<Vec<Value>> {
 /// `Kind namespace/name` of a document, as far as it has them.
 fn describe(document: &Value) -> String {
     let kind = document.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let name = document.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = document
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let namespace = document.pointer("/metadata/namespace").and_then(Value::as_str);
     match (kind, namespace) {
         ("", _) if name.is_empty() => String::new(),
@@ -189,10 +214,15 @@ mod tests {
         let errors = inputs.add_source("in.yaml", text, Direction::MapiToCapi);
         assert_eq!(inputs.mapi_machines.len(), 1);
         assert_eq!(inputs.mapi_machine_sets.len(), 1);
-        assert_eq!(inputs.mapi_machines[0].0.to_string(), "in.yaml document 1 (Machine ns/a)");
+        assert_eq!(
+            inputs.mapi_machines[0].0.to_string(),
+            "in.yaml document 1 (Machine ns/a)"
+        );
         assert_eq!(errors.len(), 1);
         assert!(
-            errors[0].to_string().starts_with("in.yaml document 3 (ConfigMap c): v1 ConfigMap cannot be converted"),
+            errors[0]
+                .to_string()
+                .starts_with("in.yaml document 3 (ConfigMap c): v1 ConfigMap cannot be converted"),
             "{}",
             errors[0]
         );
@@ -202,20 +232,38 @@ mod tests {
     fn bad_documents_are_errors_that_name_them() {
         let mut inputs = Inputs::default();
         let errors = inputs.add_source("x.yaml", "a: [unclosed", Direction::MapiToCapi);
-        assert!(errors[0].to_string().starts_with("x.yaml document 0: not YAML"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().starts_with("x.yaml document 0: not YAML"),
+            "{}",
+            errors[0]
+        );
         let errors = inputs.add_source("y.yaml", "just: text\n", Direction::MapiToCapi);
-        assert!(errors[0].to_string().contains("apiVersion and kind are required"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().contains("apiVersion and kind are required"),
+            "{}",
+            errors[0]
+        );
         let errors = inputs.add_source(
             "z.yaml",
             "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: m}\nspec: {providerID: 7}\n",
             Direction::MapiToCapi,
         );
-        assert!(errors[0].to_string().contains("invalid at spec.providerID"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().contains("invalid at spec.providerID"),
+            "{}",
+            errors[0]
+        );
         let errors = inputs.add_source(
             "w.yaml",
             "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: m}\n",
             Direction::CapiToMapi,
         );
-        assert!(errors[0].to_string().contains("cannot be converted to the Machine API"), "{}", errors[0]);
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("cannot be converted to the Machine API"),
+            "{}",
+            errors[0]
+        );
     }
 }

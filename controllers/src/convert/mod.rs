@@ -77,7 +77,12 @@ pub enum Status {
 
 /// Runs `convert`: reads `stdin` when no file is given, writes YAML or the report to
 /// `stdout` and diagnostics to `stderr`.
-pub async fn run(args: &ConvertArgs, stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Status {
+pub async fn run(
+    args: &ConvertArgs,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Status {
     match run_inner(args, stdin, stdout, stderr).await {
         Ok(status) => status,
         Err(message) => {
@@ -93,19 +98,36 @@ async fn run_inner(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Status, String> {
-    let direction = if args.reverse { Direction::CapiToMapi } else { Direction::MapiToCapi };
+    let direction = if args.reverse {
+        Direction::CapiToMapi
+    } else {
+        Direction::MapiToCapi
+    };
     let mut inputs = Inputs::default();
     let mut errors: Vec<String> = Vec::new();
 
-    let read_stdin = args.files.iter().any(|f| f.as_os_str() == "-") || (args.files.is_empty() && !args.from_cluster);
+    let read_stdin =
+        args.files.iter().any(|f| f.as_os_str() == "-") || (args.files.is_empty() && !args.from_cluster);
     for file in args.files.iter().filter(|f| f.as_os_str() != "-") {
         let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        errors.extend(inputs.add_source(&file.display().to_string(), &text, direction).iter().map(ToString::to_string));
+        errors.extend(
+            inputs
+                .add_source(&file.display().to_string(), &text, direction)
+                .iter()
+                .map(ToString::to_string),
+        );
     }
     if read_stdin {
         let mut text = String::new();
-        stdin.read_to_string(&mut text).map_err(|e| format!("<stdin>: {e}"))?;
-        errors.extend(inputs.add_source("<stdin>", &text, direction).iter().map(ToString::to_string));
+        stdin
+            .read_to_string(&mut text)
+            .map_err(|e| format!("<stdin>: {e}"))?;
+        errors.extend(
+            inputs
+                .add_source("<stdin>", &text, direction)
+                .iter()
+                .map(ToString::to_string),
+        );
     }
 
     let client = if args.from_cluster {
@@ -133,7 +155,10 @@ async fn run_inner(
         for error in &errors {
             let _ = writeln!(stderr, "error: {error}");
         }
-        return Err(format!("{} document(s) cannot be used; nothing converted", errors.len()));
+        return Err(format!(
+            "{} document(s) cannot be used; nothing converted",
+            errors.len()
+        ));
     }
 
     let (origin, infrastructure) = infrastructure(args, &inputs, client.as_ref()).await?;
@@ -154,7 +179,11 @@ async fn run_inner(
         let _ = stdout.write_all(yaml.as_bytes());
         let _ = stderr.write_all(outcome.diagnostics().as_bytes());
     }
-    Ok(if outcome.all_convertible() { Status::Converted } else { Status::NotConvertible })
+    Ok(if outcome.all_convertible() {
+        Status::Converted
+    } else {
+        Status::NotConvertible
+    })
 }
 
 /// The Infrastructure to use: `--infrastructure`, else the one in the input, else the
@@ -185,7 +214,9 @@ async fn infrastructure(
     }
     match client {
         Some(client) => {
-            let infra = cluster::read_infrastructure(client).await.map_err(|e| e.to_string())?;
+            let infra = cluster::read_infrastructure(client)
+                .await
+                .map_err(|e| e.to_string())?;
             let origin = Origin {
                 source: "cluster".to_owned(),
                 document: 1,

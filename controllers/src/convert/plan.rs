@@ -52,7 +52,11 @@ impl Outcome {
     pub fn report(&self) -> String {
         let mut out = String::new();
         for result in &self.results {
-            let verdict = if result.errors.is_empty() { "convertible" } else { "NOT convertible" };
+            let verdict = if result.errors.is_empty() {
+                "convertible"
+            } else {
+                "NOT convertible"
+            };
             let _ = writeln!(out, "{}: {verdict}", result.origin);
             for error in &result.errors {
                 let _ = writeln!(out, "  error: {error}");
@@ -86,7 +90,12 @@ impl Outcome {
         out
     }
 
-    fn record<T>(&mut self, origin: &Origin, result: ConversionResult<T>, outputs: impl FnOnce(T) -> Vec<Value>) {
+    fn record<T>(
+        &mut self,
+        origin: &Origin,
+        result: ConversionResult<T>,
+        outputs: impl FnOnce(T) -> Vec<Value>,
+    ) {
         match result {
             Ok(converted) => {
                 self.objects.extend(outputs(converted.value));
@@ -168,7 +177,9 @@ pub fn to_mapi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
             Some(index) => {
                 used_machines[index] = true;
                 let aws = &inputs.aws_machines[index].1;
-                outcome.record(origin, capi_to_mapi::convert_machine(machine, aws, infra), |m| vec![to_value(&m)]);
+                outcome.record(origin, capi_to_mapi::convert_machine(machine, aws, infra), |m| {
+                    vec![to_value(&m)]
+                });
             }
             None => outcome.fail(
                 origin,
@@ -178,12 +189,16 @@ pub fn to_mapi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
     }
     for ((origin, _), used) in inputs.aws_machines.iter().zip(used_machines) {
         if !used {
-            outcome.notes.push(format!("{origin}: no Machine in the input refers to it; not converted"));
+            outcome.notes.push(format!(
+                "{origin}: no Machine in the input refers to it; not converted"
+            ));
         }
     }
     for ((origin, _), used) in inputs.aws_machine_templates.iter().zip(used_templates) {
         if !used {
-            outcome.notes.push(format!("{origin}: no MachineSet in the input refers to it; not converted"));
+            outcome.notes.push(format!(
+                "{origin}: no MachineSet in the input refers to it; not converted"
+            ));
         }
     }
     outcome
