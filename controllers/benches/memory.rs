@@ -20,12 +20,12 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use envtest::TestEnv;
 use futures::{StreamExt, stream};
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use sync_core::envtest::TestEnv;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::Command;

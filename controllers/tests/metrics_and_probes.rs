@@ -31,7 +31,7 @@ fn settings() -> Settings {
     }
 }
 
-async fn start(env: &sync_core::envtest::TestEnv) -> Operator {
+async fn start(env: &envtest::TestEnv) -> Operator {
     match Operator::start(env.client(), settings(), CancellationToken::new()).await {
         Ok(operator) => operator,
         Err(error) => panic!("starting the operator: {error}"),

@@ -13,6 +13,7 @@ use controllers::operator::cli::DEFAULT_LEASE_NAME;
 use controllers::operator::leader::{LeaseSettings, identity};
 use controllers::operator::samples::{deploy_dir, load_samples};
 use controllers::operator::{Exit, Operator, Settings};
+use envtest::{TestEnv, service_account_user};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -20,7 +21,6 @@ use kube::discovery::Scope;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::Namespaces;
-use sync_core::envtest::{TestEnv, service_account_user};
 use tokio_util::sync::CancellationToken;
 
 /// The operator's namespace and ServiceAccount (deploy/operator).

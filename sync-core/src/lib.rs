@@ -20,7 +20,5 @@ pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, S
 pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
-#[cfg(feature = "envtest")]
-pub mod envtest;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -1,7 +1,7 @@
 //! A test kit for synced pairs, usable from any crate (feature `testkit`).
 //!
 //! It does for one pair what the workspace's end-to-end suites do for Machines: start the
-//! in-process API server ([`crate::envtest`]) with the pair's CRDs and both namespaces, run
+//! in-process API server (the `envtest` crate) with the pair's CRDs and both namespaces, run
 //! the pair's [`SyncController`] with its own hooks or [`RecordingHooks`], wait with a
 //! timeout for "hook X ran for name N" or "N was skipped because R", and stop the
 //! controller cleanly.
@@ -40,11 +40,11 @@ use tokio::task::JoinHandle;
 
 use crate::context::Namespaces;
 use crate::engine::{SyncConfig, SyncController};
-use crate::envtest::{EnvtestError, TestEnv, TestEnvBuilder};
 use crate::hooks::SyncHooks;
 use crate::observe::{Outcome, SkipReason};
 use crate::pair::SyncPair;
 use crate::testing::{Hook, Reconciled, RecordingHooks, RecordingObserver, TimedOut};
+use envtest::{EnvtestError, TestEnv, TestEnvBuilder};
 
 /// How long [`RunningPair::stop`] and the start of a controller may take before the kit
 /// reports an error instead of hanging the test.

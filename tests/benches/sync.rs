@@ -119,7 +119,7 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
     print!("{}", report::table(&outcome.figures));
     if let Some(envtest) = &outcome.envtest {
         println!();
-        println!("envtest (sync_core::envtest::bench, {} mode):", settings.mode);
+        println!("envtest (envtest::bench, {} mode):", settings.mode);
         print!("{}", envtest.table());
     }
     println!("load average before {load_before}, after {load_after}");

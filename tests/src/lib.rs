@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use controllers::machine::MachineSync;
 use controllers::machine_set::MachineSetSync;
+use envtest::TestEnv;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionSpec,
@@ -28,7 +29,6 @@ use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams,
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use sync_core::api::{AuthoritativeApi, ContractVersionedObjectReference, capi, mapi};
-use sync_core::envtest::TestEnv;
 use sync_core::testing::{RecordingHooks, RecordingObserver};
 use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController};
 use tokio::sync::oneshot;
@@ -112,7 +112,7 @@ impl Cluster {
             for object in rbac {
                 apply_object(&cluster.client, object).await?;
             }
-            let user = sync_core::envtest::service_account_user(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
+            let user = envtest::service_account_user(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
             cluster.controller_client = env.client_as(&user).await?;
         }
         Ok(cluster)
@@ -534,7 +534,7 @@ pub struct Controllers {
     pub tracker: InfraTracker,
     stop: Option<oneshot::Sender<()>>,
     tasks: Vec<JoinHandle<()>>,
-    server: Option<Arc<sync_core::envtest::handler::Shared>>,
+    server: Option<Arc<envtest::api::Shared>>,
 }
 
 impl Controllers {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use sync_core::envtest::{EnvtestError, TestEnv};
+use envtest::{EnvtestError, TestEnv};
 use tokio_util::sync::CancellationToken;
 
 use super::cli::Cli;

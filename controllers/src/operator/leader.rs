@@ -384,7 +384,7 @@ pub fn identity(name: &str) -> String {
 mod tests {
     use std::time::Duration;
 
-    use sync_core::envtest::TestEnv;
+    use envtest::TestEnv;
 
     use super::*;
 

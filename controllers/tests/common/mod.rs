@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use controllers::operator::samples::{deploy_dir, load_samples};
+use envtest::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use serde_json::Value;
-use sync_core::envtest::TestEnv;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
@@ -164,7 +164,22 @@ pub struct Operator {
 impl Operator {
     /// Starts `controllers ARGS`.
     pub fn spawn(args: &[&str]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_controllers"));
+        Self::spawn_command(Command::new(env!("CARGO_BIN_EXE_controllers")), args)
+    }
+
+    /// Starts `controllers ARGS` with at most `limit` open file descriptors (`ulimit -n`
+    /// in a shell that then `exec`s the operator, so the pid is the operator's).
+    pub fn spawn_with_fd_limit(limit: u32, args: &[&str]) -> Self {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_controllers"),
+        ]);
+        Self::spawn_command(command, args)
+    }
+
+    fn spawn_command(mut command: Command, args: &[&str]) -> Self {
         command
             .args(args)
             .env_remove("RUST_LOG")
@@ -279,6 +294,11 @@ impl Operator {
     /// The probe address (from the `serving probes` log line).
     pub async fn probe_address(&mut self) -> SocketAddr {
         self.logged_address("serving probes").await
+    }
+
+    /// The process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Sends a signal (`TERM`, `KILL`, …) with `kill(1)`.

@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 
+use envtest::TestEnv;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -17,7 +18,6 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use serde_json::{Value, json};
 use sync_core::Namespaces;
 use sync_core::api::{MACHINESET_LABEL, capi, mapi};
-use sync_core::envtest::TestEnv;
 
 use super::BenchError;
 use crate::{INFRA_GROUP, infra_crd};

@@ -12,7 +12,7 @@
 //! 3. **throughput** ([`scenarios::throughput`]): a stream of updates to distinct Machines.
 //! 4. **memory** ([`memory`]): each implementation in a child process.
 //! 5. every figure for both implementations, with the macro/hand-written ratio.
-//! 6. **envtest**'s own figures (`sync_core::envtest::bench`).
+//! 6. **envtest**'s own figures (`envtest::bench`).
 //!
 //! And a correctness check at scale, **watch restart** ([`scenarios::restart`]): updates
 //! made while the watches are down must reach a hook after the relist (`docs/design.md` §4's
@@ -33,8 +33,8 @@ pub mod sut;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use envtest::harness::bench::{Report, Sizes, Stats};
 use serde_json::{Value, json};
-use sync_core::envtest::bench::{Report, Sizes, Stats};
 
 use fill::Fleet;
 use report::Figure;
@@ -46,7 +46,7 @@ use sut::Implementation;
 pub enum BenchError {
     /// envtest failed to start.
     #[error("envtest: {0}")]
-    Envtest(#[from] sync_core::envtest::EnvtestError),
+    Envtest(#[from] envtest::EnvtestError),
     /// A request failed.
     #[error("request: {0}")]
     Kube(#[from] kube::Error),
@@ -55,7 +55,7 @@ pub enum BenchError {
     TimedOut(#[from] probe::TimedOut),
     /// envtest's own benchmark failed.
     #[error(transparent)]
-    Envbench(#[from] sync_core::envtest::bench::BenchError),
+    Envbench(#[from] envtest::harness::bench::BenchError),
     /// Anything else, in words.
     #[error("{0}")]
     Other(String),
@@ -562,7 +562,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     let envtest = match settings.envtest {
         Some(sizes) => {
             progress("6. envtest");
-            Some(sync_core::envtest::bench::run(sizes, &sync_core::envtest::bench::default_crd_dir()).await?)
+            Some(envtest::harness::bench::run(sizes, &envtest::harness::bench::default_crd_dir()).await?)
         }
         None => None,
     };

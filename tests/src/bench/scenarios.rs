@@ -6,11 +6,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use envtest::TestEnv;
 use futures::{StreamExt, TryStreamExt};
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
-use sync_core::envtest::TestEnv;
 
 use super::BenchError;
 use super::fill::{self, Fleet};
