@@ -71,12 +71,17 @@ where
     }
 }
 
-/// What to do with a CAPI object that has no MAPI mirror.
+/// What to do with a CAPI object that has no MAPI mirror while it lives.
+///
+/// Under either policy, a CAPI-only object **being deleted** goes to
+/// `reconcile_deletion(CapiToMapi)` with `mapi: None` (`docs/design.md` §5): once the MAPI
+/// side is gone, only that hook can release the pair's finalizer on the CAPI side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapiOnly {
-    /// Ignore it (MachineSets: a CAPI-only set is not ours to mirror).
+    /// No sync hook runs for it (MachineSets: a CAPI-only set is not ours to mirror); its
+    /// deletion still reaches the deletion hook.
     Ignore,
-    /// Mirror it when its controller owner is a CAPI object whose MAPI mirror exists
+    /// Mirror it when one of its owners is a CAPI object whose MAPI mirror exists
     /// (Machines: a CAPI Machine of a mirrored MachineSet gets a MAPI mirror).
     MirrorIfOwnerMirrored,
 }
@@ -93,24 +98,44 @@ pub trait SyncPair: Send + Sync + 'static {
     /// The MAPI kind whose objects mirror the CAPI owners of CAPI-only objects, under
     /// [`CapiOnly::MirrorIfOwnerMirrored`]: a CAPI owner `kind` of this type's kind, in the
     /// CAPI group, is mirrored when a MAPI object of this type has the owner's name.
-    /// [`NoOwner`] for [`CapiOnly::Ignore`].
-    type OwnerMirror: SyncObject;
+    /// [`NoOwner`] for [`CapiOnly::Ignore`]. It is a MAPI kind: the owner's mirror is on
+    /// the Machine API side.
+    type OwnerMirror: MapiObject;
 
     /// Name for logs, metrics and events (`machine-sync`).
     const NAME: &'static str;
     /// The CAPI-only policy.
     const CAPI_ONLY: CapiOnly;
+    /// The Rust field path of the CAPI kind's infrastructure reference
+    /// (`"spec.infrastructure_ref"`), `None` for a pair without one. A pair with one
+    /// watches the infrastructure kinds its CAPI objects reference.
+    const INFRA_REF: Option<&'static str>;
 
     /// The infrastructure reference of a CAPI object, if the pair has one.
     fn infra_ref(capi: &Self::Capi) -> Result<Option<InfraRef>, MalformedRef>;
 }
 
 /// The [`SyncPair::OwnerMirror`] of pairs whose CAPI-only policy is [`CapiOnly::Ignore`]:
-/// a placeholder kind that no watch is ever started for.
+/// a placeholder kind that no watch is ever started for. (Also the placeholder kind of the
+/// impl `#[sync_controller]` emits when its attribute has an error, so that the error is
+/// the only one.)
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct NoOwner {
     /// Unused; present because every [`Resource`] has metadata.
     pub metadata: ObjectMeta,
+    /// Always `None`; present so that the placeholder is a [`MapiObject`].
+    #[serde(default, skip)]
+    pub status: Option<SyncStatus>,
+}
+
+impl HasStatus for NoOwner {
+    type Status = SyncStatus;
+    fn status(&self) -> Option<&SyncStatus> {
+        self.status.as_ref()
+    }
+    fn status_mut(&mut self) -> &mut Option<SyncStatus> {
+        &mut self.status
+    }
 }
 
 impl Resource for NoOwner {

@@ -17,6 +17,7 @@ impl SyncPair for MachinePair {
     type OwnerMirror = mapi::MachineSet;
     const NAME: &'static str = "machine-sync";
     const CAPI_ONLY: CapiOnly = CapiOnly::MirrorIfOwnerMirrored;
+    const INFRA_REF: Option<&'static str> = Some("spec.infrastructure_ref");
     fn infra_ref(capi: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
         capi.spec.infrastructure_ref.as_infra_ref()
     }
@@ -30,6 +31,7 @@ impl SyncPair for SetPair {
     type OwnerMirror = NoOwner;
     const NAME: &'static str = "machineset-sync";
     const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
+    const INFRA_REF: Option<&'static str> = Some("spec.template.spec.infrastructure_ref");
     fn infra_ref(capi: &capi::MachineSet) -> Result<Option<InfraRef>, MalformedRef> {
         capi.spec.template.spec.infrastructure_ref.as_infra_ref()
     }

@@ -239,7 +239,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     watches.shutdown().await;
 }
 
-/// One reconcile: the dual fetch, then DESIGN.md §3's decision table.
+/// One reconcile: the dual fetch, then `docs/design.md` §3's decision table.
 async fn reconcile<H: Hooks<mapi::Machine, capi::Machine>>(
     context: &Context,
     hooks: &H,

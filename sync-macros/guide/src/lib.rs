@@ -71,10 +71,3 @@ pub mod capi {
 /// Mirrors Machine API and Cluster API MachineHealthChecks.
 #[sync_controller(mapi = mapi::MachineHealthCheck, capi = capi::MachineHealthCheck)]
 pub struct MachineHealthCheckSync;
-
-fn main() {
-    use sync_core::{CapiOnly, SyncPair};
-
-    assert_eq!(MachineHealthCheckSync::NAME, "machine-health-check-sync");
-    assert_eq!(MachineHealthCheckSync::CAPI_ONLY, CapiOnly::Ignore);
-}
