@@ -75,7 +75,42 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
             "name",
         ],
     );
-    assert_eq!(capi.lines().count(), 8, "{capi}");
+    // The samples (the simulated CAPI MachineSets may have added Machines of their own).
+    for sample in [
+        "machine.cluster.x-k8s.io/stray-1",
+        "machine.cluster.x-k8s.io/worker-a-1",
+        "machine.cluster.x-k8s.io/worker-b-1",
+        "machine.cluster.x-k8s.io/worker-b-2",
+        "devmachine.infrastructure.cluster.x-k8s.io/stray-1",
+        "devmachine.infrastructure.cluster.x-k8s.io/worker-a-1",
+        "awsmachine.infrastructure.cluster.x-k8s.io/worker-b-1",
+        "awsmachine.infrastructure.cluster.x-k8s.io/worker-b-2",
+    ] {
+        assert!(
+            capi.lines().any(|line| line == sample),
+            "{sample} missing: {capi}"
+        );
+    }
+
+    // The simulated providers run by default: the MachineAPI-authoritative Machine gets
+    // the machine controller's finalizer and its instance.
+    wait_for("the simulated MAPI machine controller", TIMEOUT, || async {
+        let jsonpath = "jsonpath={.metadata.finalizers[*]} {.spec.providerID}";
+        let out = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "machines.machine.openshift.io",
+                "-n",
+                "openshift-machine-api",
+                "worker-a-1",
+                "-o",
+                jsonpath,
+            ],
+        );
+        (out.contains("machine.machine.openshift.io") && out.contains("aws:///")).then_some(())
+    })
+    .await;
 
     // The samples get reconciled in both directions.
     wait_for("the samples to be reconciled", TIMEOUT, || async {
