@@ -10,8 +10,10 @@ use controllers::simulate::{
     self, AWS_MACHINE_FINALIZER, CAPI_MACHINE_FINALIZER, CAPI_MACHINE_SET_FINALIZER, MAPI_MACHINE_FINALIZER,
     Reconciled, SimulatedProviders,
 };
+use futures::StreamExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::Namespaces;
@@ -140,6 +142,47 @@ where
     }
 }
 
+/// Records the distinct phases `name` goes through until it reaches `last`. Returns once
+/// the watch is established (before the object exists), so no phase is missed.
+async fn record_phases<K>(api: Api<K>, name: &str, last: &'static str) -> tokio::task::JoinHandle<Vec<String>>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug + Send + 'static,
+{
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = Box::pin(watcher(api, config));
+    let established = tokio::time::timeout(TIMEOUT, async {
+        while let Some(event) = stream.next().await {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(established, Ok(true), "the watch on {name} never started");
+    tokio::spawn(async move {
+        let mut phases: Vec<String> = Vec::new();
+        let recorded = tokio::time::timeout(TIMEOUT, async {
+            while let Some(event) = stream.next().await {
+                let Ok(watcher::Event::Apply(object)) = event else {
+                    continue;
+                };
+                if let Some(phase) = json_of(&object)["status"]["phase"].as_str() {
+                    if phases.last().map(String::as_str) != Some(phase) {
+                        phases.push(phase.to_owned());
+                    }
+                    if phase == last {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
+        assert!(recorded.is_ok(), "never reached {last}: {phases:?}");
+        phases
+    })
+}
+
 /// Polls `name` until `ready` holds (or it is gone, if `ready` accepts `None`).
 async fn wait_until<K>(api: &Api<K>, name: &str, what: &str, ready: impl Fn(Option<&K>) -> bool) -> Option<K>
 where
@@ -185,7 +228,16 @@ fn mapi_machine(name: &str, authority: &str) -> Value {
 async fn mapi_machine_is_provisioned_then_terminated_before_its_finalizer_goes() {
     let providers = Providers::start().await;
     let machines = Api::<mapi::Machine>::namespaced(providers.client(), MAPI_NS);
+    let phases = record_phases(machines.clone(), "worker-1", "Running").await;
     create(&machines, mapi_machine("worker-1", "MachineAPI")).await;
+    assert_eq!(
+        phases.await.ok(),
+        Some(vec![
+            "Provisioning".to_owned(),
+            "Provisioned".to_owned(),
+            "Running".to_owned()
+        ])
+    );
 
     let running = wait_until(&machines, "worker-1", "a Running MAPI Machine", |m| {
         m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running")
@@ -402,7 +454,14 @@ async fn capi_machine_runs_on_its_aws_machine_and_deletes_it_before_its_finalize
     let machines = Api::<capi::Machine>::namespaced(providers.client(), CAPI_NS);
     let infra = aws_machines(providers.client());
     create(&infra, aws_machine("worker-4")).await;
+    let phases = record_phases(machines.clone(), "worker-4", "Running").await;
     let created = create(&machines, capi_machine("worker-4")).await;
+    // Provisioning shows when the Machine looks before its AWSMachine is ready.
+    let phases = phases.await.unwrap_or_default();
+    assert!(
+        phases == ["Provisioned", "Running"] || phases == ["Provisioning", "Provisioned", "Running"],
+        "{phases:?}"
+    );
 
     let running = wait_until(&machines, "worker-4", "a Running CAPI Machine", |m| {
         m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running")

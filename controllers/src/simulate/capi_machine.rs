@@ -8,7 +8,7 @@
 //! | InfraMachine not owned | makes the Machine its controller owner, labels it with the cluster name |
 //! | being deleted | phase `Deleting`, `Deleting`=True; waits for pre-terminate hooks; deletes the InfraMachine and waits for it to go; removes its finalizer |
 //! | InfraMachine provisioned | copies its providerID and addresses, `initialization.infrastructureProvisioned` |
-//! | provider ID set | the Node joined: `status.nodeRef` |
+//! | infrastructure provisioned and recorded | the Node joined: `status.nodeRef` |
 //! | always | phase (`Pending` → `Provisioning` → `Provisioned` → `Running`), v1beta2 conditions, observedGeneration |
 
 use std::sync::Arc;
@@ -144,11 +144,17 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     let bootstrapped = machine.spec.bootstrap.data_secret_name.is_some();
     let infra_provisioned = provisioned && machine.spec.provider_id.is_some();
     let addresses = infra.data["status"]["addresses"].clone();
-    let node = machine
-        .spec
-        .provider_id
+    // The Node joins once the provisioned infrastructure is recorded (a reconcile later,
+    // as a real Node registers after its instance boots).
+    let recorded = status
+        .initialization
         .as_ref()
-        .map(|_| node_name(&addresses, &machine));
+        .and_then(|i| i.infrastructure_provisioned)
+        == Some(true);
+    let node = match &status.node_ref {
+        Some(node) => Some(node.name.clone()),
+        None => (infra_provisioned && recorded).then(|| node_name(&addresses, &machine)),
+    };
     // Cluster API's setMachinePhase, in its order.
     let mut phase = "Pending";
     if bootstrapped && !infra_provisioned {
