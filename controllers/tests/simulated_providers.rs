@@ -290,6 +290,16 @@ async fn mapi_machine_is_provisioned_then_terminated_before_its_finalizer_goes()
         provider_status["conditions"][0]["reason"],
         "MachineCreationSucceeded"
     );
+    let managers: Vec<&str> = machine["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["manager"].as_str())
+        .collect();
+    assert!(
+        managers.contains(&simulate::MAPI_MACHINE_CONTROLLER),
+        "{managers:?}"
+    );
     let paused = condition(&machine, "Paused");
     assert_eq!(paused["status"], "False");
     assert_eq!(paused["reason"], "AuthoritativeAPIMachineAPI");
@@ -361,6 +371,16 @@ async fn mapi_machine_pauses_while_another_api_is_authoritative_and_resumes_afte
     let mut providers = Providers::start().await;
     let machines = Api::<mapi::Machine>::namespaced(providers.client(), MAPI_NS);
     create(&machines, mapi_machine("worker-3", "ClusterAPI")).await;
+    // Another writer's condition (the sync's Synchronized), set while the provider works.
+    let synchronized = json!({"type": "Synchronized", "status": "True", "reason": "",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    merge(
+        &machines,
+        "worker-3",
+        json!({"status": {"conditions": [synchronized.clone()]}}),
+        true,
+    )
+    .await;
 
     let paused = wait_until(&machines, "worker-3", "Paused=True", |m| {
         m.is_some_and(|m| condition(&json_of(m), "Paused")["status"] == "True")
@@ -387,6 +407,11 @@ async fn mapi_machine_pauses_while_another_api_is_authoritative_and_resumes_afte
     );
     assert!(machine["status"]["phase"].is_null());
     assert!(machine["spec"]["providerID"].is_null());
+    assert_eq!(
+        condition(&machine, "Synchronized"),
+        synchronized,
+        "another writer's condition was lost"
+    );
 
     // Migrating keeps it paused; MachineAPI resumes it.
     merge(
