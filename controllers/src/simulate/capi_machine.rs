@@ -95,7 +95,7 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         if let Some(other) = infra
             .owner_references()
             .iter()
-            .find(|o| o.controller == Some(true) && !owns(&machine, &infra))
+            .find(|o| o.controller == Some(true) && Some(&o.uid) != machine.uid().as_ref())
         {
             return Err(Error::Invalid(format!(
                 "{} {} is already controlled by {} {}",
@@ -127,18 +127,18 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     let infra_provider_id = infra.data["spec"]["providerID"]
         .as_str()
         .filter(|id| !id.is_empty());
-    if let (true, Some(provider_id)) = (provisioned, infra_provider_id) {
-        let mut patch = json!({});
-        if machine.spec.provider_id.as_deref() != Some(provider_id) {
-            patch["spec"] = json!({ "providerID": provider_id });
-        }
-        if machine.labels().get(CLUSTER_NAME_LABEL) != Some(&machine.spec.cluster_name) {
-            patch["metadata"] = json!({ "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name } });
-        }
-        if patch != json!({}) {
-            ctx.patch(&machines, &machine, patch).await?;
-            return Ok(Action::await_change());
-        }
+    let mut patch = json!({});
+    if machine.labels().get(CLUSTER_NAME_LABEL) != Some(&machine.spec.cluster_name) {
+        patch["metadata"] = json!({ "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name } });
+    }
+    if let (true, Some(provider_id)) = (provisioned, infra_provider_id)
+        && machine.spec.provider_id.as_deref() != Some(provider_id)
+    {
+        patch["spec"] = json!({ "providerID": provider_id });
+    }
+    if patch != json!({}) {
+        ctx.patch(&machines, &machine, patch).await?;
+        return Ok(Action::await_change());
     }
 
     let bootstrapped = machine.spec.bootstrap.data_secret_name.is_some();
