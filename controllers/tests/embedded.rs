@@ -107,6 +107,26 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
     );
     assert_eq!(mirrors.lines().count(), 2, "{mirrors}");
 
+    // The simulated providers run by default: the MachineAPI-authoritative Machine gets
+    // the machine controller's finalizer and its instance.
+    wait_for("the simulated MAPI machine controller", TIMEOUT, || async {
+        let jsonpath = "jsonpath={.metadata.finalizers[*]} {.spec.providerID}";
+        let out = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "machines.machine.openshift.io",
+                "-n",
+                "openshift-machine-api",
+                "aws-workers-1",
+                "-o",
+                jsonpath,
+            ],
+        );
+        (out.contains("machine.machine.openshift.io") && out.contains("aws:///")).then_some(())
+    })
+    .await;
+
     // The samples get reconciled in both directions.
     wait_for("the samples to be reconciled", TIMEOUT, || async {
         let text = scrape(metrics).await;

@@ -8,7 +8,7 @@
 //! | InfraMachine not owned | makes the Machine its controller owner, labels it with the cluster name |
 //! | being deleted | phase `Deleting`, `Deleting`=True; waits for pre-terminate hooks; deletes the InfraMachine and waits for it to go; removes its finalizer |
 //! | InfraMachine provisioned | copies its providerID and addresses, `initialization.infrastructureProvisioned` |
-//! | provider ID set | the Node joined: `status.nodeRef` |
+//! | infrastructure provisioned and recorded | the Node joined: `status.nodeRef` |
 //! | always | phase (`Pending` → `Provisioning` → `Provisioned` → `Running`), v1beta2 conditions, observedGeneration |
 
 use std::sync::Arc;
@@ -95,7 +95,7 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         if let Some(other) = infra
             .owner_references()
             .iter()
-            .find(|o| o.controller == Some(true) && !owns(&machine, &infra))
+            .find(|o| o.controller == Some(true) && Some(&o.uid) != machine.uid().as_ref())
         {
             return Err(Error::Invalid(format!(
                 "{} {} is already controlled by {} {}",
@@ -127,28 +127,34 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     let infra_provider_id = infra.data["spec"]["providerID"]
         .as_str()
         .filter(|id| !id.is_empty());
-    if let (true, Some(provider_id)) = (provisioned, infra_provider_id) {
-        let mut patch = json!({});
-        if machine.spec.provider_id.as_deref() != Some(provider_id) {
-            patch["spec"] = json!({ "providerID": provider_id });
-        }
-        if machine.labels().get(CLUSTER_NAME_LABEL) != Some(&machine.spec.cluster_name) {
-            patch["metadata"] = json!({ "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name } });
-        }
-        if patch != json!({}) {
-            ctx.patch(&machines, &machine, patch).await?;
-            return Ok(Action::await_change());
-        }
+    let mut patch = json!({});
+    if machine.labels().get(CLUSTER_NAME_LABEL) != Some(&machine.spec.cluster_name) {
+        patch["metadata"] = json!({ "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name } });
+    }
+    if let (true, Some(provider_id)) = (provisioned, infra_provider_id)
+        && machine.spec.provider_id.as_deref() != Some(provider_id)
+    {
+        patch["spec"] = json!({ "providerID": provider_id });
+    }
+    if patch != json!({}) {
+        ctx.patch(&machines, &machine, patch).await?;
+        return Ok(Action::await_change());
     }
 
     let bootstrapped = machine.spec.bootstrap.data_secret_name.is_some();
     let infra_provisioned = provisioned && machine.spec.provider_id.is_some();
     let addresses = infra.data["status"]["addresses"].clone();
-    let node = machine
-        .spec
-        .provider_id
+    // The Node joins once the provisioned infrastructure is recorded (a reconcile later,
+    // as a real Node registers after its instance boots).
+    let recorded = status
+        .initialization
         .as_ref()
-        .map(|_| node_name(&addresses, &machine));
+        .and_then(|i| i.infrastructure_provisioned)
+        == Some(true);
+    let node = match &status.node_ref {
+        Some(node) => Some(node.name.clone()),
+        None => (infra_provisioned && recorded).then(|| node_name(&addresses, &machine)),
+    };
     // Cluster API's setMachinePhase, in its order.
     let mut phase = "Pending";
     if bootstrapped && !infra_provisioned {

@@ -96,7 +96,7 @@ pub(super) struct Ctx {
     pub shared: Shared,
     /// The field manager of every write this controller makes.
     pub manager: &'static str,
-    failures: Mutex<HashMap<String, u32>>,
+    retries: Retries,
 }
 
 impl Ctx {
@@ -104,7 +104,7 @@ impl Ctx {
         Arc::new(Self {
             shared,
             manager,
-            failures: Mutex::new(HashMap::new()),
+            retries: Retries::default(),
         })
     }
 
@@ -164,16 +164,17 @@ impl Ctx {
         self.patch(api, object, json!({ "metadata": { "finalizers": finalizers } }))
             .await
     }
+}
 
-    fn succeeded(&self, name: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(name);
-        }
-    }
+/// Per-object retry delays: doubling from [`FIRST_RETRY`] with each failure of the same
+/// object, capped at [`MAX_RETRY`], forgotten on its next success.
+#[derive(Default)]
+struct Retries(Mutex<HashMap<String, u32>>);
 
-    fn retry_delay(&self, name: &str) -> Duration {
+impl Retries {
+    fn next_delay(&self, name: &str) -> Duration {
         let attempt = self
-            .failures
+            .0
             .lock()
             .map(|mut failures| {
                 let count = failures.entry(name.to_owned()).or_insert(0);
@@ -184,6 +185,12 @@ impl Ctx {
         FIRST_RETRY
             .saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1).min(16)))
             .min(MAX_RETRY)
+    }
+
+    fn succeeded(&self, name: &str) {
+        if let Ok(mut failures) = self.0.lock() {
+            failures.remove(name);
+        }
     }
 }
 
@@ -242,7 +249,7 @@ pub(super) async fn run<K, F, Fut>(
             let resource_version = object.resource_version().unwrap_or_default();
             let result = reconcile(object, ctx.clone()).await;
             if result.is_ok() {
-                ctx.succeeded(&name);
+                ctx.retries.succeeded(&name);
                 if let Some(observer) = &ctx.shared.observer {
                     // A closed receiver only means nobody listens any more.
                     let _ = observer.send(Reconciled {
@@ -267,7 +274,7 @@ pub(super) async fn run<K, F, Fut>(
 }
 
 fn error_policy<K: Resource>(object: Arc<K>, error: &Error, ctx: Arc<Ctx>) -> Action {
-    let delay = ctx.retry_delay(&object.name_any());
+    let delay = ctx.retries.next_delay(&object.name_any());
     if error.is_conflict() {
         tracing::debug!(controller = ctx.manager, name = %object.name_any(), ?delay, "conflict; retrying");
     } else {
@@ -307,4 +314,27 @@ pub(super) fn controller_owner<K: Resource>(object: &K, api_group: &str, kind: &
 /// Whether `object` carries `cluster.x-k8s.io/paused`.
 pub(super) fn has_paused_annotation<K: Resource>(object: &K) -> bool {
     object.annotations().contains_key(super::PAUSED_ANNOTATION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_per_object_up_to_a_cap_and_reset_on_success() {
+        let retries = Retries::default();
+        let delays: Vec<Duration> = (0..4).map(|_| retries.next_delay("a")).collect();
+        assert_eq!(delays, [50, 100, 200, 400].map(Duration::from_millis).to_vec());
+        assert_eq!(
+            retries.next_delay("b"),
+            FIRST_RETRY,
+            "another object starts afresh"
+        );
+        for _ in 0..30 {
+            retries.next_delay("a");
+        }
+        assert_eq!(retries.next_delay("a"), MAX_RETRY);
+        retries.succeeded("a");
+        assert_eq!(retries.next_delay("a"), FIRST_RETRY);
+    }
 }
