@@ -6,9 +6,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use controllers::operator::cli::DEFAULT_LEASE_NAME;
+use clap::Parser;
+use controllers::operator::Settings;
+use controllers::operator::cli::{Cli, DEFAULT_LEASE_NAME};
 use controllers::operator::samples::deploy_dir;
+use controllers::operator::shutdown::ShutdownBudget;
 use serde_json::Value;
+use std::time::Duration;
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -131,6 +135,19 @@ fn the_deployment_is_locked_down() {
     assert!(args.contains(&"--leader-elect=true"), "{args:?}");
     assert!(args.contains(&"--health-probe-bind-address=:8081"), "{args:?}");
     assert!(args.contains(&"--metrics-bind-address=:8080"), "{args:?}");
+    // The whole shutdown (reconciles, Lease release, HTTP drain) fits in the budget, and
+    // the budget leaves the kubelet's SIGKILL a margin.
+    let cli = match Cli::try_parse_from(std::iter::once("controllers").chain(args.iter().copied())) {
+        Ok(cli) => cli,
+        Err(error) => panic!("the Deployment's args do not parse: {error}"),
+    };
+    let settings = Settings::from_cli(&cli);
+    let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
+    let termination_grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap_or(30);
+    assert!(
+        budget.total + Duration::from_secs(5) <= Duration::from_secs(termination_grace),
+        "shutdown budget {budget:?} vs terminationGracePeriodSeconds {termination_grace}"
+    );
     let port = |name: &str| {
         container["ports"]
             .as_array()

@@ -15,17 +15,32 @@
 //! # let _ = (client, kubeconfig); Ok(()) }
 //! ```
 //!
-//! The request path (see [`handler`]): authenticate (bearer token, 401) → route → resolve
-//! the resource in the [`resources::Registry`] → fault injection → [`auth::authorize`]
-//! (kube-apiserver's RBAC authorizer over the stored roles and bindings; `system:masters` bypasses it) → verb →
-//! [`objects`] semantics under the store lock → [`admission::admit`] (the hook for schema
-//! validation, defaulting and pruning) → [`store`] write and watch fan-out ([`watch`]).
+//! # Layers
+//!
+//! Each folder of `src/` is one layer. A request goes down them: the handler at the top
+//! calls the layers below it, and a layer may use the layers below it, never one above
+//! (`tests/layers.rs` fails on a `crate::`/`super::` path that goes up). Top first:
+//!
+//! | layer | what it does |
+//! |---|---|
+//! | [`harness`] | `TestEnv` and its builder, kubeconfigs, the benchmark: what a test holds |
+//! | [`http`] | TLS listener and the [`http::handler`]: authenticate (bearer token, 401), route, resolve the resource, inject faults, authorize, dispatch the verb |
+//! | [`api`] | what the verbs answer besides objects: watch streams, OpenAPI documents, Tables and metadata-only views, responses, fault injection, the server state ([`api::Shared`]) |
+//! | [`auth`] | users and tokens, kube-apiserver's RBAC authorizer over the stored roles and bindings (`system:masters` bypasses it) |
+//! | [`patch`] | merge, JSON, strategic merge patch, server-side apply with managedFields |
+//! | [`objects`] | object semantics under the store lock: uid, resourceVersion, generation, finalizers, deletion, namespaces, CRD lifecycle; built-in kinds' decoding and defaults |
+//! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]) |
+//! | [`storage`] | the store, its event history and snapshots, the serialized JSON of stored objects |
+//! | [`resources`] | the served resources ([`resources::Registry`]), CRD versions, the kinds' OpenAPI definitions, built-in kinds' protobuf |
+//! | [`schema`] | structural schemas compiled per CRD version, and CEL rules |
+//! | [`meta`] | `Status` errors, name validation, label and field selectors |
 //!
 //! Request bodies may be JSON, YAML or, for the built-in kinds, Kubernetes protobuf
-//! ([`protobuf`]: client-go's typed clients, and so `kubectl create configmap|secret|…`,
-//! send nothing else); responses are JSON, which every client that accepts protobuf also
-//! accepts. Stored objects keep their serialized JSON ([`encode`]), so a list is a
-//! concatenation and a watch event is serialized once for all watchers.
+//! ([`resources::protobuf`]: client-go's typed clients, and so `kubectl create
+//! configmap|secret|…`, send nothing else); responses are JSON, which every client that
+//! accepts protobuf also accepts. Stored objects keep their serialized JSON
+//! ([`storage::encode`]), so a list is a concatenation and a watch event is serialized once
+//! for all watchers.
 //!
 //! # Running the same tests against a real cluster
 //!
@@ -56,15 +71,17 @@
 //!   not pruned again on every read as kube-apiserver's storage decoder does: fields that a
 //!   later CRD update removed from the storage version's schema stay visible until the
 //!   object is written again.
-//! * History is the last `history_window` events (default 100 000), not etcd's time-based
-//!   compaction: lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`)
-//!   are rebuilt from it and get 410 Expired beyond it, as watches do.
+//! * History is the last `history_window` events (default 100 000) and at most
+//!   `history_bytes` of their objects (default 64 MiB), not etcd's time-based compaction:
+//!   lists at an older resourceVersion (`continue`, `resourceVersionMatch=Exact`) are
+//!   rebuilt from it and get 410 Expired beyond it, as watches do. A server restarted on a
+//!   state directory keeps its objects but no history.
 //!
 //! # Benchmark
 //!
 //! `cargo bench -p envtest --bench envtest -- [--quick] [FILE]`
 //! measures start to ready, 10k creates, write-to-watch latency and 10k-object lists
-//! (see [`mod@bench`]).
+//! (see [`harness::bench`]).
 
 pub mod admission;
 pub mod api;

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use envtest::http::handler::{Shared, handle};
+use envtest::api::Shared;
+use envtest::http::handler::handle;
 use envtest::http::request::{query, route};
 use envtest::{ADMIN, TestEnv};
 use http::{Method, Request, header};

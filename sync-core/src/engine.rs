@@ -362,10 +362,13 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
     ctx: &SyncContext<P>,
     name: &str,
 ) -> (Outcome, Result<Action, HookError>) {
+    // The object's name is `object`, not `name`: JSON log formatters (tracing-subscriber's
+    // among them) write the span's own name under `name`, and a second `name` key would
+    // hide one of the two from every JSON reader.
     let span = tracing::info_span!(
         "reconcile",
         controller = P::NAME,
-        name,
+        object = name,
         direction = tracing::field::Empty
     );
     async {

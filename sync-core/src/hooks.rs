@@ -169,7 +169,9 @@ pub trait SyncHooks<P: SyncPair>: Send + Sync + 'static {
     }
 }
 
-/// The stub every hook defaults to: log at debug level, wait for the next change.
+/// The stub every hook defaults to: log at debug level (with the resourceVersions it
+/// saw, so a test of a separate process can tell which change reached it), wait for the
+/// next change.
 pub async fn stub<P: SyncPair>(
     direction: Direction,
     objects: &SyncObjects<P>,
@@ -181,6 +183,8 @@ pub async fn stub<P: SyncPair>(
         %direction,
         mapi = objects.mapi.as_ref().map(|o| o.name_any()).as_deref(),
         capi = objects.capi.as_ref().map(|o| o.name_any()).as_deref(),
+        mapi_resource_version = objects.mapi.as_ref().and_then(|o| o.meta().resource_version.as_deref()),
+        capi_resource_version = objects.capi.as_ref().and_then(|o| o.meta().resource_version.as_deref()),
         capi_namespace = %ctx.namespaces.capi,
         "stub hook: no sync logic yet"
     );

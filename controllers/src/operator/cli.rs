@@ -120,8 +120,9 @@ pub struct Cli {
     )]
     pub leader_election_retry_period: Duration,
 
-    /// How long in-flight reconciles may take to finish on shutdown before they are
-    /// abandoned (keep it below the pod's terminationGracePeriodSeconds).
+    /// The whole shutdown, signal to exit: in-flight reconciles, then the Lease release
+    /// (at most a quarter of it), then the HTTP drain (at most a tenth); keep it a few
+    /// seconds below the pod's terminationGracePeriodSeconds.
     #[arg(
         long,
         env = "SYNC_GRACEFUL_SHUTDOWN_TIMEOUT",

@@ -13,6 +13,7 @@ pub mod logging;
 pub mod metrics;
 pub mod run;
 pub mod samples;
+pub mod shutdown;
 
 pub use cli::Cli;
 pub use run::{Exit, Operator, OperatorError, Settings};

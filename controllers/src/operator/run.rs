@@ -25,6 +25,7 @@ use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
 use super::metrics::{CacheCount, Metrics};
+use super::shutdown::{Deadlines, ShutdownBudget};
 use crate::machine::MachineSync;
 use crate::machine_set::MachineSetSync;
 
@@ -96,8 +97,8 @@ pub struct Settings {
     pub metrics_address: Option<SocketAddr>,
     /// Where `/healthz` and `/readyz` are served (`None`: not served).
     pub probe_address: Option<SocketAddr>,
-    /// How long in-flight work may take to finish once shutdown is asked for; then it
-    /// is abandoned (and the Lease released anyway).
+    /// The whole shutdown, signal to exit: in-flight work, the Lease release and the
+    /// HTTP drain share it (see [`ShutdownBudget`]).
     pub shutdown_grace: Duration,
 }
 
@@ -229,7 +230,7 @@ pub struct Operator {
     shutdown: CancellationToken,
     http_stop: CancellationToken,
     servers: Vec<JoinHandle<()>>,
-    driver: JoinHandle<Exit>,
+    driver: JoinHandle<(Exit, Option<Deadlines>)>,
 }
 
 impl Operator {
@@ -304,10 +305,11 @@ impl Operator {
         }
 
         let controllers = Controllers { machines, sets };
+        let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
         let driver = tokio::spawn(drive(
             client,
             settings.leader_election,
-            settings.shutdown_grace,
+            budget,
             controllers,
             health.clone(),
             metrics.clone(),
@@ -350,14 +352,32 @@ impl Operator {
         self.shutdown.cancel();
     }
 
-    /// Waits until the operator stopped, then stops serving HTTP.
+    /// Waits until the operator stopped, then stops serving HTTP (by the shutdown
+    /// budget's deadline when a signal asked for the stop).
     pub async fn wait(self) -> Result<Exit, OperatorError> {
-        let exit = self.driver.await;
+        let driven = self.driver.await;
         self.http_stop.cancel();
-        for server in self.servers {
-            let _ = server.await;
+        let exit_by = driven
+            .as_ref()
+            .ok()
+            .and_then(|(_, deadlines)| *deadlines)
+            .map(|d| d.exit);
+        for mut server in self.servers {
+            match exit_by {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, &mut server).await.is_err() {
+                        tracing::debug!("the shutdown budget is spent; closing open HTTP connections");
+                        server.abort();
+                    }
+                }
+                None => {
+                    let _ = server.await;
+                }
+            }
         }
-        let exit = exit.map_err(|e| OperatorError::Task(e.to_string()))?;
+        let exit = driven
+            .map(|(exit, _)| exit)
+            .map_err(|e| OperatorError::Task(e.to_string()))?;
         match &exit {
             Exit::Shutdown => tracing::info!("stopped"),
             Exit::LeadershipLost(reason) => tracing::error!(%reason, "stopped: leadership lost"),
@@ -383,16 +403,17 @@ impl Controllers {
     }
 }
 
-/// Standby → leader → stopped.
+/// Standby → leader → stopped. Returns how it ended and, for a stop asked by a signal
+/// while leading, the shutdown's deadlines.
 async fn drive(
     client: Client,
     lease: Option<LeaseSettings>,
-    shutdown_grace: Duration,
+    budget: ShutdownBudget,
     controllers: Controllers,
     health: Health,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
-) -> Exit {
+) -> (Exit, Option<Deadlines>) {
     let mut elector = lease.map(|settings| LeaderElector::new(client, settings));
     if let Some(elector) = elector.as_mut() {
         health.set_phase(Phase::Standby);
@@ -401,7 +422,7 @@ async fn drive(
             () = shutdown.cancelled() => {
                 health.set_phase(Phase::Stopping);
                 tracing::info!("stopped while waiting for the leader lease");
-                return Exit::Shutdown;
+                return (Exit::Shutdown, None);
             }
         }
     }
@@ -411,56 +432,76 @@ async fn drive(
     let stop = shutdown.child_token();
     let run = controllers.run(stop.clone());
     tokio::pin!(run);
-    // Once shutdown is asked for, the controllers get `shutdown_grace` to finish.
+    // Once shutdown is asked for, the budget's clock runs; the controllers get their share.
+    let mut deadlines = None;
     let overdue = async {
         shutdown.cancelled().await;
-        tokio::time::sleep(shutdown_grace).await;
+        let started = budget.deadlines(tokio::time::Instant::now());
+        deadlines = Some(started);
+        tokio::time::sleep_until(started.controllers).await;
         tracing::warn!(
-            grace = ?shutdown_grace,
+            grace = ?budget.controllers(),
             "the controllers did not stop in time; abandoning in-flight work"
         );
     };
-    tokio::pin!(overdue);
-    let exit = match elector.as_mut() {
-        None => {
-            tokio::select! {
-                () = &mut run => {}
-                () = &mut overdue => {}
+    let exit = {
+        tokio::pin!(overdue);
+        match elector.as_mut() {
+            None => {
+                // `overdue` first, so it has seen the signal (and started the budget's
+                // clock) by the time the controllers' end is seen.
+                tokio::select! {
+                    biased;
+                    () = &mut overdue => {}
+                    () = &mut run => {}
+                }
+                Exit::Shutdown
             }
-            Exit::Shutdown
-        }
-        Some(elector) => {
-            // A successor may start once our last record is a lease duration old; we
-            // give up renewing a retry period plus the renew deadline after it.
-            let settings = elector.settings();
-            let grace = settings
-                .lease_duration
-                .saturating_sub(settings.renew_deadline + settings.retry_period);
-            tokio::select! {
-                () = &mut run => Exit::Shutdown,
-                () = &mut overdue => Exit::Shutdown,
-                lost = elector.hold() => {
-                    metrics.set_leader(false);
-                    health.set_phase(Phase::Stopping);
-                    tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
-                    stop.cancel();
-                    if tokio::time::timeout(grace, &mut run).await.is_err() {
-                        tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
+            Some(elector) => {
+                // A successor may start once our last record is a lease duration old; we
+                // give up renewing a retry period plus the renew deadline after it.
+                let settings = elector.settings();
+                let grace = settings
+                    .lease_duration
+                    .saturating_sub(settings.renew_deadline + settings.retry_period);
+                tokio::select! {
+                    biased;
+                    () = &mut overdue => Exit::Shutdown,
+                    () = &mut run => Exit::Shutdown,
+                    lost = elector.hold() => {
+                        metrics.set_leader(false);
+                        health.set_phase(Phase::Stopping);
+                        tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
+                        stop.cancel();
+                        if tokio::time::timeout(grace, &mut run).await.is_err() {
+                            tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
+                        }
+                        Exit::LeadershipLost(lost.0)
                     }
-                    Exit::LeadershipLost(lost.0)
                 }
             }
         }
     };
+    // Without a signal (the controllers ended on their own) the clock starts now.
+    let deadlines = match (&exit, deadlines) {
+        (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
+        (Exit::Shutdown, some) => some,
+        (Exit::LeadershipLost(_), _) => None,
+    };
     health.set_phase(Phase::Stopping);
     metrics.set_leader(false);
-    if let (Exit::Shutdown, Some(elector)) = (&exit, elector.as_mut()) {
-        let timeout = elector.settings().renew_deadline.max(Duration::from_secs(1));
-        match tokio::time::timeout(timeout, elector.release()).await {
+    if let (Some(deadlines), Some(elector)) = (deadlines, elector.as_mut()) {
+        let by = deadlines
+            .release
+            .min(tokio::time::Instant::now() + elector.settings().renew_deadline);
+        match tokio::time::timeout_at(by, elector.release()).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
-            Err(_) => tracing::warn!("releasing the leader lease timed out; it will expire"),
+            Err(_) => tracing::warn!(
+                budget = ?budget.total,
+                "releasing the leader lease did not finish within the shutdown budget; it will expire"
+            ),
         }
     }
-    exit
+    (exit, deadlines)
 }

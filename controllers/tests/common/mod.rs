@@ -164,7 +164,22 @@ pub struct Operator {
 impl Operator {
     /// Starts `controllers ARGS`.
     pub fn spawn(args: &[&str]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_controllers"));
+        Self::spawn_command(Command::new(env!("CARGO_BIN_EXE_controllers")), args)
+    }
+
+    /// Starts `controllers ARGS` with at most `limit` open file descriptors (`ulimit -n`
+    /// in a shell that then `exec`s the operator, so the pid is the operator's).
+    pub fn spawn_with_fd_limit(limit: u32, args: &[&str]) -> Self {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_controllers"),
+        ]);
+        Self::spawn_command(command, args)
+    }
+
+    fn spawn_command(mut command: Command, args: &[&str]) -> Self {
         command
             .args(args)
             .env_remove("RUST_LOG")
@@ -279,6 +294,11 @@ impl Operator {
     /// The probe address (from the `serving probes` log line).
     pub async fn probe_address(&mut self) -> SocketAddr {
         self.logged_address("serving probes").await
+    }
+
+    /// The process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Sends a signal (`TERM`, `KILL`, …) with `kill(1)`.

@@ -24,6 +24,7 @@
 pub mod decoding;
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -32,6 +33,7 @@ use crate::meta::errors::{ApiError, ApiResult};
 use crate::resources::ResourceInfo;
 use crate::schema::validate::{Findings, Path, Ratchet, Seg};
 use crate::schema::{default, prune, validate};
+use crate::storage::store::State;
 use crate::{resources::versions, schema::cel};
 
 /// The `fieldValidation` query parameter.
@@ -90,6 +92,36 @@ pub fn scoped<T>(mode: FieldValidation, f: impl FnOnce() -> T) -> (T, Vec<String
     let out = f();
     let scope = SCOPE.with(|s| std::mem::replace(&mut *s.borrow_mut(), previous));
     (out, scope.map(|s| s.warnings).unwrap_or_default())
+}
+
+/// A check of an object about to be created or updated (`state`, resource, namespace,
+/// object), installed for one request by the layer that knows who asks: RBAC escalation
+/// prevention needs the user, which this layer does not know.
+pub type WriteCheck = Rc<dyn Fn(&State, &ResourceInfo, &str, &Value) -> ApiResult<()>>;
+
+thread_local! {
+    static WRITE_CHECK: RefCell<Option<WriteCheck>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (a request's store writes) with `check` applied to every object it creates
+/// or updates.
+pub fn checked<T>(check: WriteCheck, f: impl FnOnce() -> T) -> T {
+    let previous = WRITE_CHECK.with(|c| c.borrow_mut().replace(check));
+    let out = f();
+    WRITE_CHECK.with(|c| *c.borrow_mut() = previous);
+    out
+}
+
+/// Applies the request's [`WriteCheck`], if any (none outside a request: the harness
+/// seeding its objects).
+pub(crate) fn check_write(
+    state: &State,
+    info: &ResourceInfo,
+    namespace: &str,
+    object: &Value,
+) -> ApiResult<()> {
+    let check = WRITE_CHECK.with(|c| c.borrow().clone());
+    check.map_or(Ok(()), |check| check(state, info, namespace, object))
 }
 
 /// The `fieldValidation` mode of the request being written (`Warn` outside a scope).

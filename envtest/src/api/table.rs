@@ -14,10 +14,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::api::openapi;
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::objects::CRD_KEY;
 use crate::resources::ResourceInfo;
+use crate::resources::definitions;
 use crate::storage::store::State;
 
 /// Which object each row carries (`includeObject`).
@@ -68,7 +68,7 @@ fn definition(name: &str, type_: &str, format: &str, description: &str, priority
 }
 
 fn meta_description(field: &str) -> String {
-    openapi::builtin_definitions()
+    definitions::builtin_definitions()
         .get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
         .and_then(|m| m["properties"][field]["description"].as_str())
         .unwrap_or_default()

@@ -131,4 +131,19 @@ mod tests {
             json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "a"}})
         );
     }
+
+    #[test]
+    fn protobuf_accept_falls_back_to_json() {
+        // What client-go's typed clients (and so kubectl) send: JSON is acceptable, so JSON it is.
+        let accept = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(View::negotiate(Some(accept)).ok(), Some(View::Object));
+        let accept = "application/vnd.kubernetes.protobuf, */*";
+        assert_eq!(View::negotiate(Some(accept)).ok(), Some(View::Object));
+        // Protobuf only: not served (kube-apiserver would answer protobuf for built-ins).
+        let only = View::negotiate(Some("application/vnd.kubernetes.protobuf"));
+        assert_eq!(
+            only.err().map(|e| (e.code, e.reason)),
+            Some((406, "NotAcceptable".to_owned()))
+        );
+    }
 }

@@ -12,9 +12,10 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::api::Shared;
 use crate::api::faults::WatchFault;
+use crate::api::response::Body;
 use crate::api::view::View;
-use crate::http::handler::{Body, Shared};
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::meta::selectors::{FieldSelector, LabelSelector};
 use crate::objects;

@@ -1,6 +1,8 @@
 //! Authentication (bearer tokens, impersonation), the authorization step of the request
-//! path, and the review resources that expose both.
+//! path ([`rbac`]: kube-apiserver's RBAC authorizer), and the review resources that expose
+//! both.
 
+pub mod escalation;
 pub mod impersonation;
 pub mod rbac;
 pub mod reviews;

@@ -135,12 +135,13 @@ pub fn bootstrap_policy() -> Vec<Value> {
     ]
 }
 
-fn is_superuser(user: &User) -> bool {
+/// Whether the user is in the superuser group.
+pub fn is_superuser(user: &User) -> bool {
     user.groups.iter().any(|g| g == SUPERUSER_GROUP)
 }
 
 /// The rules of every role bound to `user` cluster-wide, and in `namespace` if given.
-fn rules_for<'s>(
+pub fn rules_for<'s>(
     state: &'s State,
     user: &'s User,
     namespace: &'s str,

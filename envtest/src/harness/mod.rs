@@ -1,8 +1,10 @@
 //! The test harness: `TestEnv::builder()...start()` gives a running server and an admin
-//! client.
+//! client; [`kubeconfig`] renders kubeconfigs, and [`bench`] is the benchmark built on it.
 
 pub mod bench;
+pub mod control;
 pub mod kubeconfig;
+pub mod state_dir;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,10 +15,10 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
+use crate::api::Shared;
 use crate::api::faults::Faults;
 use crate::auth::{Authenticator, User};
-use crate::http::handler::Shared;
-use crate::http::server::Listener;
+use crate::http::server::{Limits, Listener};
 use crate::http::tls::{self, Certs};
 use crate::meta::errors::ApiError;
 use crate::objects;
@@ -69,9 +71,12 @@ pub struct TestEnvBuilder {
     namespaces: Vec<String>,
     objects: Vec<Value>,
     history: usize,
+    history_bytes: usize,
     users: Vec<User>,
     bookmark_interval: Duration,
     port: u16,
+    limits: Limits,
+    state_dir: Option<PathBuf>,
     deferred_error: Option<String>,
 }
 
@@ -83,9 +88,12 @@ impl Default for TestEnvBuilder {
             namespaces: Vec::new(),
             objects: Vec::new(),
             history: 100_000,
+            history_bytes: crate::storage::store::DEFAULT_HISTORY_BYTES,
             users: Vec::new(),
             bookmark_interval: Duration::from_secs(60),
             port: 0,
+            limits: Limits::default(),
+            state_dir: None,
             deferred_error: None,
         }
     }
@@ -140,6 +148,13 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How many bytes of objects the event history retains at most (default 64 MiB; the
+    /// objects' approximate JSON size): with large objects the oldest events go sooner.
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
+        self
+    }
+
     /// Adds a user with a random bearer token (see [`TestEnv::client_as`]).
     pub fn user(mut self, name: impl Into<String>, groups: &[&str]) -> Self {
         self.users.push(User::new(name, groups));
@@ -170,23 +185,94 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How many connections the server keeps open at once (default 1 024); more wait in
+    /// the kernel's backlog.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.limits.max_connections = connections;
+        self
+    }
+
+    /// How long a client may take for the TLS handshake and for each request's head, and
+    /// how long a kept-alive connection may stay idle (default 32 s, kube-apiserver's).
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_timeout = timeout;
+        self
+    }
+
+    /// Keeps the server's state in `dir`, so that a server started again with the same
+    /// directory (after a stop, a crash or `kill -9`) has the same objects and
+    /// resourceVersions, the same port (unless [`TestEnvBuilder::port`] says otherwise),
+    /// CA and serving certificate, and the same users with the same tokens: clients
+    /// reconnect with the kubeconfigs they have. CRDs, namespaces and objects of the
+    /// builder are created on the first start only; users added since are added.
+    /// Watches from before a restart get 410 Expired and relist (no history is kept).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
             return Err(EnvtestError::Client(error));
         }
-        let certs = tls::generate().map_err(EnvtestError::Tls)?;
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await?;
-        let addr = listener.local_addr()?;
-        let admin = User::new(ADMIN, &["system:masters", "system:authenticated"]);
-        let mut users = vec![admin.clone()];
-        users.extend(self.users.iter().cloned().map(|mut u| {
-            if !u.groups.iter().any(|g| g == "system:authenticated") {
-                u.groups.push("system:authenticated".into());
+        let saved = match &self.state_dir {
+            Some(dir) => state_dir::load(dir).map_err(EnvtestError::Tls)?,
+            None => None,
+        };
+        let (certs, port, mut users) = match saved {
+            Some(saved) => {
+                let port = if self.port == 0 { saved.port } else { self.port };
+                (saved.certs, port, saved.users)
             }
-            u
-        }));
-        let store = Arc::new(Store::new(self.history));
+            None => {
+                let admin = User::new(ADMIN, &["system:masters", "system:authenticated"]);
+                (
+                    tls::generate().map_err(EnvtestError::Tls)?,
+                    self.port,
+                    vec![admin],
+                )
+            }
+        };
+        for mut user in self.users.iter().cloned() {
+            if !user.groups.iter().any(|g| g == "system:authenticated") {
+                user.groups.push("system:authenticated".into());
+            }
+            match users.iter_mut().find(|u| u.name == user.name) {
+                Some(known) => known.groups = user.groups,
+                None => users.push(user),
+            }
+        }
+        let admin = users
+            .iter()
+            .find(|u| u.name == ADMIN)
+            .cloned()
+            .ok_or_else(|| EnvtestError::NoUser(ADMIN.to_owned()))?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let (store, restored) = match &self.state_dir {
+            Some(dir) => {
+                let store = Store::persistent(dir, self.history, self.history_bytes)?;
+                let restored = store.write(|state| {
+                    let restored = !state.collections.is_empty();
+                    if restored {
+                        objects::rebuild_registry(state);
+                    }
+                    restored
+                });
+                state_dir::save(
+                    dir,
+                    &state_dir::Identity {
+                        port: addr.port(),
+                        certs: certs.clone(),
+                        users: users.clone(),
+                    },
+                )?;
+                (store, restored)
+            }
+            None => (Store::with_history(self.history, self.history_bytes), false),
+        };
+        let store = Arc::new(store);
         let shared = Arc::new(Shared {
             faults: Faults::new(&store),
             store,
@@ -196,13 +282,15 @@ impl TestEnvBuilder {
             shutdown: tokio::sync::watch::Sender::new(0),
             denials: Default::default(),
         });
-        let mut crds = Vec::new();
-        for dir in &self.crd_dirs {
-            crds.extend(read_crd_dir(dir)?);
+        if !restored {
+            let mut crds = Vec::new();
+            for dir in &self.crd_dirs {
+                crds.extend(read_crd_dir(dir)?);
+            }
+            crds.extend(self.crds);
+            seed(&shared.store, &crds, &self.namespaces, self.objects)?;
         }
-        crds.extend(self.crds);
-        seed(&shared.store, &crds, &self.namespaces, self.objects)?;
-        let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone())?;
+        let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone(), self.limits)?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;
         Ok(TestEnv {
@@ -213,6 +301,7 @@ impl TestEnvBuilder {
             users,
             client,
             listener: Some(server),
+            limits: self.limits,
             kubeconfig_file: OnceLock::new(),
         })
     }
@@ -355,6 +444,7 @@ pub struct TestEnv {
     users: Vec<User>,
     client: kube::Client,
     listener: Option<Listener>,
+    limits: Limits,
     kubeconfig_file: OnceLock<(PathBuf, PathBuf)>,
 }
 
@@ -532,6 +622,7 @@ impl TestEnv {
             self.shared.clone(),
             listener,
             self.certs.server_config.clone(),
+            self.limits,
         )?);
         Ok(())
     }

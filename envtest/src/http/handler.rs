@@ -1,18 +1,18 @@
 //! The request path: authenticate, route, find the resource, authorize, dispatch the verb.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use http::{Method, Request, Response, header};
+use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 
 use crate::admission::decoding;
-use crate::api::faults::Faults;
+use crate::api::response::{Body, error_response, full, json_response, serialized};
+use crate::api::shared::Shared;
 use crate::api::table;
 use crate::api::view::View;
 use crate::api::watch;
@@ -26,60 +26,9 @@ use crate::patch::apply;
 use crate::resources::ResourceInfo;
 use crate::storage::encode;
 use crate::storage::snapshot;
-use crate::storage::store::Store;
-
-/// Response body type of the server.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// Request bodies over this size get 413 (kube-apiserver's 3 MiB limit).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// Server state shared by every connection (kept across restarts).
-#[derive(Debug)]
-pub struct Shared {
-    /// Objects and events.
-    pub store: Arc<Store>,
-    /// Bearer-token users.
-    pub auth: Authenticator,
-    /// Fault injection.
-    pub faults: Faults,
-    /// Interval between BOOKMARK events on watches that allow them.
-    pub bookmark_interval: Duration,
-    /// `host:port` advertised by `/api`.
-    pub address: String,
-    /// Bumped on stop: every watch ends.
-    pub shutdown: tokio::sync::watch::Sender<u64>,
-    /// Requests the authorizer refused.
-    pub denials: crate::auth::rbac::Denials,
-}
-
-/// A whole body.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|e| match e {}).boxed_unsync()
-}
-
-/// A JSON response.
-pub fn json_response(code: u16, value: &Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(full(bytes));
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// An error response with a Status body.
-pub fn error_response(error: &ApiError) -> Response<Body> {
-    let mut response = json_response(error.code, &error.to_status());
-    if let Some(retry) = error.details.retry_after
-        && let Ok(value) = header::HeaderValue::from_str(&retry.to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
-}
 
 /// Handles one request; never panics, every failure is a Status response.
 pub async fn handle<B>(shared: Arc<Shared>, request: Request<B>) -> Response<Body>
@@ -199,6 +148,8 @@ where
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
     let body = read_body(request.into_body()).await?;
+    // YAML is converted off the async workers; everything below sees JSON.
+    let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;
     if reviews::is_review(&info) {
         if verb != "create" {
             return Err(ApiError::method_not_allowed());
@@ -259,7 +210,12 @@ where
     }
     let field_validation =
         crate::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
-    let (response, warnings) =
+    // RBAC objects are checked against the writer's own permissions (escalation).
+    let writer = user.clone();
+    let escalation: crate::admission::WriteCheck = std::rc::Rc::new(move |state, info, namespace, object| {
+        crate::auth::escalation::check(state, &writer, info, namespace, object)
+    });
+    let (response, warnings) = crate::admission::checked(escalation, || {
         crate::admission::scoped(field_validation, || match (verb, path.subresource.as_deref()) {
             ("watch", _) => ctx.watch(),
             ("create", _) => ctx.create(&body),
@@ -272,7 +228,8 @@ where
             ("delete", None) => ctx.delete(&body),
             (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
             _ => Err(ApiError::method_not_allowed()),
-        });
+        })
+    });
     let warnings: Vec<String> = info.deprecation.iter().cloned().chain(warnings).collect();
     crate::admission::with_warnings(response, &warnings)
 }
@@ -448,6 +405,21 @@ impl Ctx<'_> {
                 .unwrap_or_default(),
             &self.info.field_selectors,
         )?;
+        // Selectors match stored objects: `events.k8s.io` names become the core ones.
+        let fields = if objects::events::is_events_api(self.info) {
+            FieldSelector(
+                fields
+                    .0
+                    .into_iter()
+                    .map(|mut term| {
+                        term.field = objects::events::stored_field(&term.field);
+                        term
+                    })
+                    .collect(),
+            )
+        } else {
+            fields
+        };
         Ok((labels, fields))
     }
 
@@ -591,7 +563,7 @@ impl Ctx<'_> {
         // Objects shown as stored are concatenated from their cached JSON.
         let items: Vec<encode::Item> = items.iter().map(|o| self.item(o)).collect();
         let (kind, api_version) = self.view.list_type(&self.info.list_kind, self.info.api_version());
-        Ok(encode::response(
+        Ok(serialized(
             200,
             encode::list(&kind, &api_version, &metadata, &items),
         ))

@@ -5,3 +5,4 @@ pub mod handler;
 pub mod request;
 pub mod server;
 pub mod tls;
+pub mod yaml;

@@ -12,8 +12,51 @@ pub struct Certs {
     pub ca_pem: String,
     /// CA certificate, DER.
     pub ca_der: Vec<u8>,
+    /// The serving certificate, DER (kept so a restarted server can serve it again).
+    pub server_der: Vec<u8>,
+    /// The serving certificate's PKCS#8 private key, DER.
+    pub server_key_der: Vec<u8>,
     /// The rustls server configuration.
     pub server_config: Arc<rustls::ServerConfig>,
+}
+
+/// The certificates of an earlier run (see [`Certs`]'s DER fields), so clients that
+/// trusted its CA keep connecting.
+pub fn restore(
+    ca_pem: String,
+    ca_der: Vec<u8>,
+    server_der: Vec<u8>,
+    server_key_der: Vec<u8>,
+) -> Result<Certs, String> {
+    let server_config = server_config(&ca_der, &server_der, &server_key_der)?;
+    Ok(Certs {
+        ca_pem,
+        ca_der,
+        server_der,
+        server_key_der,
+        server_config,
+    })
+}
+
+fn server_config(
+    ca_der: &[u8],
+    server_der: &[u8],
+    server_key_der: &[u8],
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    let chain = vec![
+        CertificateDer::from(server_der.to_vec()),
+        CertificateDer::from(ca_der.to_vec()),
+    ];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key_der.to_vec()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 /// Generates a CA and a serving certificate signed by it.
@@ -46,20 +89,11 @@ pub fn generate() -> Result<Certs, String> {
         .push(DnType::CommonName, "envtest-apiserver");
     let server_cert = params.signed_by(&server_key, &issuer).map_err(err)?;
 
-    let chain = vec![server_cert.der().clone(), ca_cert.der().clone()];
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| e.to_string())?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let ca_der: CertificateDer<'static> = ca_cert.der().clone();
-    Ok(Certs {
-        ca_pem: ca_cert.pem(),
-        ca_der: ca_der.to_vec(),
-        server_config: Arc::new(config),
-    })
+    restore(
+        ca_cert.pem(),
+        ca_der.to_vec(),
+        server_cert.der().to_vec(),
+        server_key.serialize_der(),
+    )
 }

@@ -1,8 +1,10 @@
 //! Object semantics on top of the store: create/update/delete as kube-apiserver does them
 //! (uid, timestamps, generation, finalizers, preconditions, status subresource, namespaces
-//! and CRD side effects). Every function runs under the store lock.
+//! and CRD side effects). Every function runs under the store lock. [`builtin`] decodes and
+//! defaults the built-in kinds as their registry strategies do.
 
 pub mod builtin;
+pub mod events;
 
 use std::sync::Arc;
 
@@ -215,6 +217,10 @@ pub fn create(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let key = info.storage_key();
     let kind = info.kind.clone();
     let mut name = meta_str(&object, "name").map(String::from);
@@ -388,7 +394,9 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
     Ok(())
 }
 
-fn rebuild_registry(state: &mut State) {
+/// Rebuilds the served resources from the stored CRDs (after a CRD write, or when a
+/// state directory was restored).
+pub fn rebuild_registry(state: &mut State) {
     let registry = match state.collections.get(CRD_KEY) {
         Some(crds) => Registry::build_reusing(
             Some(&state.registry),
@@ -420,6 +428,10 @@ pub fn update(
     check_namespace_field(info, namespace, &mut object)?;
     builtin::prepare(info, &mut object)?;
     admission::decode(info, &mut object)?;
+    admission::check_write(state, info, namespace, &object)?;
+    if events::is_events_api(info) {
+        events::to_core(&mut object);
+    }
     let body_name = meta_str(&object, "name").unwrap_or_default().to_string();
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -800,6 +812,9 @@ fn after_removal(state: &mut State, info: &ResourceInfo, namespace: &str) {
 pub fn present(info: &ResourceInfo, object: &Arc<Value>) -> Arc<Value> {
     if let Some(shown) = admission::on_read(info, object) {
         return Arc::new(shown);
+    }
+    if events::is_events_api(info) {
+        return Arc::new(events::from_core(object));
     }
     if info.schema.is_some() {
         return object.clone();

@@ -1,5 +1,5 @@
 //! Patch types: JSON merge patch, JSON patch, strategic merge patch for built-ins
-//! ([`crate::patch::smp`]) and server-side apply ([`crate::patch::apply`]).
+//! ([`crate::patch::smp`]) and server-side apply ([`mod@crate::patch::apply`]).
 
 pub mod apply;
 pub mod smp;
@@ -18,7 +18,7 @@ pub enum PatchType {
     Json,
     /// `application/strategic-merge-patch+json` (built-ins only).
     Strategic,
-    /// `application/apply-patch+yaml`: server-side apply (see [`crate::patch::apply`]).
+    /// `application/apply-patch+yaml`: server-side apply (see [`mod@crate::patch::apply`]).
     Apply,
 }
 

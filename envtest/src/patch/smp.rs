@@ -5,7 +5,7 @@
 //! `x-kubernetes-patch-merge-key`), with the directives `$patch: replace|delete`,
 //! `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 //!
-//! The patch metadata comes from the built-in definitions of [`crate::api::openapi`] (the
+//! The patch metadata comes from the built-in definitions of [`crate::resources::definitions`] (the
 //! extensions kube-apiserver publishes for the kinds served here).
 //!
 //! `$patch: merge` is refused in maps (`unknown patch type: merge in map`) and lists
@@ -17,9 +17,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::api::openapi;
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::patch::apply::typed::Ty;
+use crate::resources::definitions;
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -33,8 +33,8 @@ fn bad(message: impl Into<String>) -> ApiError {
 /// Applies a strategic merge patch to a built-in object (its type is found from the
 /// object's `apiVersion` and `kind`).
 pub fn apply(original: &Value, patch: &Value) -> ApiResult<Value> {
-    let defs = openapi::builtin_definitions();
-    let definition = openapi::builtin_definition_of(
+    let defs = definitions::builtin_definitions();
+    let definition = definitions::builtin_definition_of(
         original["apiVersion"].as_str().unwrap_or_default(),
         original["kind"].as_str().unwrap_or_default(),
     );

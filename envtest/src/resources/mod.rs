@@ -1,5 +1,9 @@
 //! The resource registry (built-ins plus served CRD versions) and the discovery documents.
+//! Below it: [`versions`] (a CRD's versions, their schemas and conversion between them),
+//! [`definitions`] (the served kinds' OpenAPI definitions) and [`protobuf`] (built-in
+//! kinds' protobuf request bodies).
 
+pub mod definitions;
 pub mod protobuf;
 pub mod versions;
 
@@ -73,7 +77,13 @@ impl ResourceInfo {
     }
 
     /// The storage key shared by every version of the resource (`configmaps`, `widgets.example.com`).
+    ///
+    /// `events.k8s.io` Events are stored with the core ones (kube-apiserver keeps both
+    /// under `/registry/events`): one resource seen through two APIs.
     pub fn storage_key(&self) -> String {
+        if self.group == "events.k8s.io" && self.plural == "events" && !self.custom {
+            return "events".to_owned();
+        }
         crate::meta::errors::qualified(&self.group, &self.plural)
     }
 

@@ -23,9 +23,15 @@ struct Inner {
     entries: HashMap<usize, (Weak<Value>, Bytes)>,
     /// Dead entries are swept when the map grows past this.
     sweep_at: usize,
+    /// Bytes held by the entries, live or dead.
+    bytes: usize,
+    /// Dead entries are also swept when the bytes grow past this, so the JSON of large
+    /// deleted objects is not kept until a thousand more entries come.
+    sweep_bytes_at: usize,
 }
 
 const MIN_SWEEP: usize = 1024;
+const MIN_SWEEP_BYTES: usize = 16 * 1024 * 1024;
 
 fn serialize(value: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec()))
@@ -40,11 +46,17 @@ impl Inner {
             return bytes.clone();
         }
         let bytes = serialize(object);
-        if self.entries.len() >= self.sweep_at {
+        if self.entries.len() >= self.sweep_at || self.bytes >= self.sweep_bytes_at {
             self.entries.retain(|_, (weak, _)| weak.strong_count() > 0);
+            self.entries.shrink_to(self.entries.len() * 2);
+            self.bytes = self.entries.values().map(|(_, b)| b.len()).sum();
             self.sweep_at = (self.entries.len() * 2).max(MIN_SWEEP);
+            self.sweep_bytes_at = (self.bytes * 2).max(MIN_SWEEP_BYTES);
         }
-        self.entries.insert(key, (Arc::downgrade(object), bytes.clone()));
+        self.bytes += bytes.len();
+        if let Some((_, replaced)) = self.entries.insert(key, (Arc::downgrade(object), bytes.clone())) {
+            self.bytes -= replaced.len();
+        }
         bytes
     }
 }
@@ -120,18 +132,6 @@ pub fn list(kind: &str, api_version: &str, metadata: &Value, items: &[Item]) -> 
     out.put_slice(&serialize(metadata));
     out.put_u8(b'}');
     out.freeze()
-}
-
-/// A `200`-style response with a JSON body already serialized.
-pub fn response(code: u16, body: Bytes) -> http::Response<crate::http::handler::Body> {
-    let mut response = http::Response::new(crate::http::handler::full(body));
-    *response.status_mut() =
-        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::header::HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 /// A watch event line: `{"type":…,"object":…}\n`.

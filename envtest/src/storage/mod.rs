@@ -2,5 +2,6 @@
 //! watches read, consistent snapshots, and the serialized JSON of stored objects.
 
 pub mod encode;
+pub mod persist;
 pub mod snapshot;
 pub mod store;

@@ -8,7 +8,7 @@
 //! * [`managed`]: the `Update` and `Apply` operations and conflict errors.
 //!
 //! The schema of a custom resource is read from its CRD's `openAPIV3Schema`; built-ins use
-//! the definitions of [`crate::api::openapi`].
+//! the definitions of [`crate::resources::definitions`].
 //!
 //! Differences from kube-apiserver: no conversion of managers' field sets between
 //! versions (each entry keeps the apiVersion it was recorded in); list-map key defaults are
@@ -27,10 +27,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::api::openapi;
 use crate::meta::errors::{ApiError, ApiResult, required};
 use crate::objects::{self, CRD_KEY, Endpoint};
 use crate::resources::ResourceInfo;
+use crate::resources::definitions;
 use crate::storage::store::State;
 use managed::{ApplyError, Reset, Scope};
 use typed::Ty;
@@ -54,16 +54,16 @@ impl ObjectType {
             crd,
             version: info.version.clone(),
             definition: (!info.custom)
-                .then(|| openapi::builtin_definition(info))
+                .then(|| definitions::builtin_definition(info))
                 .flatten(),
         }
     }
 
     /// The walkable type.
     pub fn ty(&self) -> Ty<'_> {
-        let defs = openapi::builtin_definitions();
+        let defs = definitions::builtin_definitions();
         match (&self.crd, self.definition) {
-            (Some(crd), _) => Ty::object(openapi::crd_version_schema(crd, &self.version), defs),
+            (Some(crd), _) => Ty::object(definitions::crd_version_schema(crd, &self.version), defs),
             (None, Some(name)) => Ty::object(defs.get(name), defs),
             (None, None) => Ty::object(None, defs),
         }
