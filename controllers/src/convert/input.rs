@@ -167,7 +167,11 @@ fn push<T: DeserializeOwned>(
 ) -> Result<(), String> {
     let object = serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
-        format!("invalid at {path}: {}", error.into_inner())
+        if path == "." {
+            format!("invalid: {}", error.into_inner())
+        } else {
+            format!("invalid at {path}: {}", error.into_inner())
+        }
     })?;
     into.push((origin, object));
     Ok(())
@@ -203,7 +207,7 @@ mod tests {
 
     #[test]
     fn documents_and_lists_are_numbered_and_named() {
-        let text = "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: a, namespace: ns}\n---\n\
+        let text = "apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: a, namespace: ns}\nspec: {}\n---\n\
                     apiVersion: v1\nkind: List\nitems:\n- apiVersion: machine.openshift.io/v1beta1\n  kind: MachineSet\n  \
                     metadata: {name: s}\n  spec: {}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n";
         let mut inputs = Inputs::default();

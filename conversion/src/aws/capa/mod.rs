@@ -22,3 +22,49 @@ pub const VERSION: &str = "v1beta2";
 pub const AWS_MACHINE_KIND: &str = "AWSMachine";
 /// Kind of the infrastructure machine template.
 pub const AWS_MACHINE_TEMPLATE_KIND: &str = "AWSMachineTemplate";
+
+/// A typed `AWSMachine` or `AWSMachineTemplate` from the untyped object the engine's
+/// dynamic infrastructure watches hand a hook; an object that does not fit the type is an
+/// error at the field that does not.
+pub fn from_dynamic<T: serde::de::DeserializeOwned>(
+    object: &kube::api::DynamicObject,
+) -> Result<T, crate::errors::FieldError> {
+    let value = serde_json::to_value(object).map_err(|error| {
+        crate::errors::FieldError::invalid(
+            crate::errors::FieldPath::default(),
+            error.to_string(),
+            "not an object",
+        )
+    })?;
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        crate::errors::FieldError::invalid(
+            crate::errors::FieldPath::new(path),
+            error.inner().to_string(),
+            "does not decode as the AWS provider's type",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamic_objects_become_typed_or_say_where_they_do_not_fit() {
+        let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+            "kind": "AWSMachine",
+            "metadata": {"name": "m", "namespace": "openshift-cluster-api"},
+            "spec": {"instanceType": "m6i.large", "ami": {"id": "ami-1"}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let machine: AwsMachine = from_dynamic(&object).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(machine.spec.instance_type, "m6i.large");
+        let mut bad = object;
+        bad.data["spec"]["tenancy"] = serde_json::json!("shared");
+        let error = from_dynamic::<AwsMachine>(&bad).err().map(|e| e.path.to_string());
+        assert_eq!(error.as_deref(), Some("spec.tenancy"));
+    }
+}
