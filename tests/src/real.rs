@@ -32,7 +32,7 @@ pub async fn aws_cluster() -> TestResult<Cluster> {
     crate::init_logging();
     let cluster = Cluster::start().await?;
     let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sync-core/tests/fixtures/upstream-crds");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
     for file in [
         "infrastructure.cluster.x-k8s.io_awsmachines.yaml",
         "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",

@@ -45,7 +45,13 @@ async fn two_hundred_pairs_created_edited_and_deleted_in_random_order_converge()
     let sync = RealSync::start(&cluster, true).await?;
     let mut rng = Rng(SEED);
     let name = |i: usize| format!("m-{i:03}");
-    let authority = |i: usize| if i % 2 == 0 { "MachineAPI" } else { "ClusterAPI" };
+    let authority = |i: usize| {
+        if i.is_multiple_of(2) {
+            "MachineAPI"
+        } else {
+            "ClusterAPI"
+        }
+    };
 
     let mut order: Vec<usize> = (0..PAIRS).collect();
     for i in (1..order.len()).rev() {
@@ -146,7 +152,7 @@ async fn run(cluster: &e2e::Cluster, op: Op, name: &impl Fn(usize) -> String) ->
         Op::Edit(i) => {
             // An edit of the authoritative side's labels.
             let patch = Patch::Merge(json!({"metadata": {"labels": {"batch": "two"}}}));
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 cluster
                     .mapi_machines()
                     .patch(&name(i), &PatchParams::default(), &patch)
@@ -167,11 +173,19 @@ async fn run(cluster: &e2e::Cluster, op: Op, name: &impl Fn(usize) -> String) ->
             }
         }
         Op::Delete(i) => {
+            // Delete the authoritative side: it deletes the other.
             let params = DeleteParams::default();
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 cluster.mapi_machines().delete(&name(i), &params).await?;
             } else {
-                cluster.mapi_machines().delete(&name(i), &params).await?;
+                let api = cluster.capi_machines();
+                eventually_within(BOUND, "the CAPI Machine to delete", || {
+                    let api = api.clone();
+                    let n = name(i);
+                    async move { Ok(api.get_opt(&n).await?.map(|_| ())) }
+                })
+                .await?;
+                cluster.capi_machines().delete(&name(i), &params).await?;
             }
         }
     }
