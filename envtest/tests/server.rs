@@ -50,8 +50,9 @@ impl Server {
         let mut reader = BufReader::new(stdout).lines();
         let mut lines = Vec::new();
         let ready = tokio::time::timeout(TIMEOUT, async {
+            // `ready` first, then the kubeconfigs, the control endpoint last.
             while let Ok(Some(line)) = reader.next_line().await {
-                let done = line.contains("ready");
+                let done = line.starts_with("control ");
                 lines.push(line);
                 if done {
                     return true;

@@ -3,9 +3,9 @@
 //! `cargo run -p envtest --bin envtest-server -- --crds DIR [--crds DIR ...]
 //! --kubeconfig FILE [--port N] [--user NAME[:GROUP,...]] [--service-account NS/NAME]
 //! [--state-dir DIR]` serves until SIGINT/SIGTERM, writes the admin kubeconfig to FILE
-//! and one kubeconfig per added user, prints where they are and where the control
-//! endpoint listens (fault injection and restarts, see `envtest::harness::control`), then
-//! one line containing `ready` once it accepts requests.
+//! and one kubeconfig per added user, and prints one line containing `ready` once it
+//! accepts requests, then where the users' kubeconfigs are and, last, where the control
+//! endpoint listens (fault injection and restarts, see `envtest::harness::control`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -147,10 +147,11 @@ async fn serve(args: Args) -> Result<(), String> {
         .clone()
         .or_else(|| args.kubeconfig.parent().map(Path::to_path_buf))
         .unwrap_or_else(|| PathBuf::from("."));
+    let mut written = Vec::new();
     for (name, _, file) in &users {
         let path = kubeconfig_dir.join(file);
         write(&path, env.kubeconfig_for(name).unwrap_or_default())?;
-        println!("user {name} kubeconfig {}", path.display());
+        written.push((name, path));
     }
     let control_listener = control::bind(args.control_address)
         .await
@@ -160,16 +161,29 @@ async fn serve(args: Args) -> Result<(), String> {
     let url = env.url().to_owned();
     let env = Arc::new(tokio::sync::Mutex::new(env));
     let _control = control::serve(control_listener, env.clone(), token);
-    println!("control http://{control_address}");
-    println!(
+    // The `ready` line comes first (scripts read one line); then where everything is,
+    // the control endpoint last.
+    say(&format!(
         "envtest-server ready on {url} (kubeconfig {})",
         args.kubeconfig.display()
-    );
+    ));
+    for (name, path) in written {
+        say(&format!("user {name} kubeconfig {}", path.display()));
+    }
+    say(&format!("control http://{control_address}"));
     wait_for_signal().await;
     // Waits for a restart the control endpoint may be doing; the process then exits,
     // closing the listener and every connection.
     let _env = env.lock().await;
     Ok(())
+}
+
+/// Prints a line on stdout; a reader that went away (it read the `ready` line and closed
+/// the pipe) is no reason to stop serving.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 /// Writes a file only its owner can read (kubeconfigs hold tokens).
