@@ -1100,3 +1100,67 @@ async fn wait_for_crd_established_then_use_it() -> TestResult {
     );
     c.cleanup(&[&name], &[]).await
 }
+
+#[tokio::test]
+async fn label_selectors_as_kube_parses_them() -> TestResult {
+    let Some(c) = Cluster::start().await? else {
+        return Ok(());
+    };
+    c.create_configmap("two", json!({"n": "2", "tier": "web"}), json!({}))
+        .await?;
+    c.create_configmap("ten", json!({"n": "10", "tier": ""}), json!({}))
+        .await?;
+    c.create_configmap("none", json!({}), json!({})).await?;
+    let names = |selector: &'static str| {
+        let c = &c;
+        async move {
+            let out = c
+                .kubectl_ns(&[
+                    "get",
+                    "cm",
+                    "-l",
+                    selector,
+                    "-o",
+                    "jsonpath={.items[*].metadata.name}",
+                ])
+                .await?
+                .ok()?;
+            TestResult::Ok(out)
+        }
+    };
+    assert_eq!(names("n>3").await?, "ten", "numeric, not lexical");
+    assert_eq!(names("n<3").await?, "two");
+    assert_eq!(names("n>3,tier").await?, "ten");
+    assert_eq!(
+        names("tier in ()").await?,
+        "ten",
+        "an empty set holds the empty value"
+    );
+    assert_eq!(names("tier notin (web,)").await?, "none");
+    assert_eq!(
+        names("tier in (in)").await?,
+        "",
+        "keywords are values inside a set"
+    );
+
+    let err = c.kubectl_ns(&["get", "cm", "-l", "n>x"]).await?.failed()?;
+    assert!(
+        err.contains("unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"),
+        "{err}"
+    );
+    let err = c
+        .kubectl_ns(&["get", "cm", "-l", "tier in web"])
+        .await?
+        .failed()?;
+    assert!(err.contains("(BadRequest)"), "{err}");
+    assert!(
+        err.contains("unable to parse requirement: found 'web' expected: '('"),
+        "{err}"
+    );
+    let err = c.kubectl_ns(&["get", "cm", "-l", "-bad-=x"]).await?.failed()?;
+    assert!(
+        err.contains("unable to parse requirement: <nil>: Invalid value: \"-bad-\": name part must consist of alphanumeric characters"),
+        "{err}"
+    );
+    c.cleanup(&[], &[]).await
+}

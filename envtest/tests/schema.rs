@@ -319,7 +319,7 @@ async fn unknown_fields_under_each_field_validation_mode() -> TestResult {
     assert_eq!(strict.body["reason"], "BadRequest");
     assert_eq!(
         strict.body["message"],
-        "strict decoding error: unknown field \"metadata.junk\", unknown field \"spec.foo\", unknown field \"spec.ports[0].bar\""
+        "Gadget in version \"v1\" cannot be handled as a Gadget: strict decoding error: unknown field \"metadata.junk\", unknown field \"spec.foo\", unknown field \"spec.ports[0].bar\""
     );
     assert_eq!(get(&env, &format!("{GADGETS}/s")).await?.code, 404);
 

@@ -328,7 +328,7 @@ async fn capi_machine_v1beta2() -> TestResult {
     expect(&strict, 400)?;
     assert_eq!(
         strict.body["message"],
-        "strict decoding error: unknown field \"spec.infrastructureRef.apiVersion\", unknown field \"spec.nodeDrainTimeout\""
+        "Machine in version \"v1beta2\" cannot be handled as a Machine: strict decoding error: unknown field \"spec.infrastructureRef.apiVersion\", unknown field \"spec.nodeDrainTimeout\""
     );
     let warned = create(&env, &machines, &mixed).await?;
     expect(&warned, 201)?;

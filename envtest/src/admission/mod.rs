@@ -21,6 +21,8 @@
 //! and pass through. `fieldValidation` and the warnings are carried by [`scoped`] around the
 //! store write of a request.
 
+pub mod decoding;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -64,6 +66,11 @@ impl FieldValidation {
 struct Scope {
     mode: FieldValidation,
     warnings: Vec<String>,
+    /// Keys the request body repeats, until the decode step reports them.
+    duplicates: Vec<String>,
+    /// The body is a whole object (create, update), not a patch: strict errors carry the
+    /// decoder's `cannot be handled as` prefix.
+    whole_object: bool,
 }
 
 thread_local! {
@@ -78,6 +85,8 @@ pub fn scoped<T>(mode: FieldValidation, f: impl FnOnce() -> T) -> (T, Vec<String
         s.borrow_mut().replace(Scope {
             mode,
             warnings: Vec::new(),
+            duplicates: Vec::new(),
+            whole_object: false,
         })
     });
     let out = f();
@@ -133,6 +142,56 @@ pub(crate) fn warn(messages: impl IntoIterator<Item = String>) {
     });
 }
 
+/// Marks the request body as a whole object (create, update) and records the keys it
+/// repeats (see [`decoding::duplicate_fields`]), reported with the unknown fields by
+/// the decode step.
+pub(crate) fn whole_object_body(duplicates: Vec<String>) {
+    SCOPE.with(|s| {
+        if let Some(scope) = s.borrow_mut().as_mut() {
+            scope.duplicates = duplicates;
+            scope.whole_object = true;
+        }
+    });
+}
+
+/// Reports a body's strict-decoding findings as kube-apiserver does: the repeated keys
+/// (`duplicate field "x"`) then the unknown fields (`unknown field "x"`), one 400 under
+/// `fieldValidation=Strict` (`strict decoding error: …`, after `<Kind> in version "<v>"
+/// cannot be handled as a <Kind>: ` for a whole-object body, as the create and update
+/// handlers word it; the patch handler does not), a `Warning` each under `Warn`, nothing
+/// under `Ignore`. The repeated keys are reported once per request.
+pub(crate) fn report_strict(info: &ResourceInfo, unknown: &[String]) -> ApiResult<()> {
+    let (duplicates, whole_object) = SCOPE.with(|s| {
+        s.borrow_mut()
+            .as_mut()
+            .map(|scope| (std::mem::take(&mut scope.duplicates), scope.whole_object))
+            .unwrap_or_default()
+    });
+    let messages: Vec<String> = duplicates
+        .iter()
+        .map(|p| format!("duplicate field {p:?}"))
+        .chain(unknown.iter().map(|p| format!("unknown field {p:?}")))
+        .collect();
+    if messages.is_empty() {
+        return Ok(());
+    }
+    match mode() {
+        FieldValidation::Strict => {
+            let detail = format!("strict decoding error: {}", messages.join(", "));
+            Err(if whole_object {
+                decoding::cannot_handle(info, &detail)
+            } else {
+                ApiError::bad_request(detail)
+            })
+        }
+        FieldValidation::Warn => {
+            warn(messages);
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
 /// A `Warning` header value (`299 - "unknown field \"spec.foo\""`).
 pub fn warning_header(message: &str) -> String {
     let escaped = message.replace('\\', "\\\\").replace('"', "\\\"");
@@ -142,26 +201,12 @@ pub fn warning_header(message: &str) -> String {
 /// Decodes a request body into an object of `info`'s version: prunes unknown fields
 /// (`fieldValidation`), drops non-nullable nulls, applies defaults.
 pub fn decode(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
-    let Some(version) = &info.schema else {
-        return Ok(());
+    let Some(root) = info.schema.as_ref().and_then(|v| v.schema.root.as_ref()) else {
+        return report_strict(info, &[]);
     };
-    if let Some(root) = &version.schema.root {
-        let unknown = prune::prune(object, root);
-        if !unknown.is_empty() {
-            let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
-            match mode() {
-                FieldValidation::Strict => {
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        messages.join(", ")
-                    )));
-                }
-                FieldValidation::Warn => warn(messages),
-                FieldValidation::Ignore => {}
-            }
-        }
-        default::apply(object, root);
-    }
+    let unknown = prune::prune(object, root);
+    report_strict(info, &unknown)?;
+    default::apply(object, root);
     Ok(())
 }
 

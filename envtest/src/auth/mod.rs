@@ -1,8 +1,11 @@
-//! Authentication (bearer tokens) and the authorization step of the request path
-//! ([`rbac`]: kube-apiserver's RBAC authorizer).
+//! Authentication (bearer tokens, impersonation), the authorization step of the request
+//! path ([`rbac`]: kube-apiserver's RBAC authorizer), and the review resources that expose
+//! both.
 
 pub mod escalation;
+pub mod impersonation;
 pub mod rbac;
+pub mod reviews;
 
 use std::collections::HashMap;
 

@@ -74,7 +74,8 @@ pub fn authorize_path(state: &State, user: &User, verb: &str, path: &str) -> Api
 }
 
 /// The default ClusterRoles and ClusterRoleBindings every kube-apiserver bootstraps that
-/// matter to an ordinary client: discovery and health/version for authenticated users.
+/// matter to an ordinary client: discovery, health/version, and the self reviews for
+/// authenticated users.
 pub fn bootstrap_policy() -> Vec<Value> {
     let discovery_urls = [
         "/api",
@@ -115,7 +116,15 @@ pub fn bootstrap_policy() -> Vec<Value> {
             "subjects": groups.iter().map(|g| json!({ "apiGroup": RBAC, "kind": "Group", "name": g })).collect::<Vec<_>>()
         })
     };
+    // Every authenticated user may ask about itself (kube's `system:basic-user`).
+    let mut basic_user = role("system:basic-user", &[]);
+    basic_user["rules"] = json!([
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+    ]);
     vec![
+        basic_user,
+        binding("system:basic-user", &["system:authenticated"]),
         role("system:discovery", &discovery_urls),
         binding("system:discovery", &["system:authenticated"]),
         role("system:public-info-viewer", &public_urls),

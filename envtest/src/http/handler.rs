@@ -10,12 +10,13 @@ use http::{Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 
+use crate::admission::decoding;
 use crate::api::response::{Body, error_response, full, json_response, serialized};
 use crate::api::shared::Shared;
 use crate::api::table;
 use crate::api::view::View;
 use crate::api::watch;
-use crate::auth::{Attributes, Authenticator, User, authorize};
+use crate::auth::{Attributes, Authenticator, User, authorize, impersonation, reviews};
 use crate::http::request::{ResourcePath, Route, query};
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::meta::selectors::{FieldSelector, LabelSelector};
@@ -86,6 +87,8 @@ where
         }
         return Err(ApiError::unauthorized());
     };
+    let user = impersonation::effective_user(&shared.store.read(), user.clone(), request.headers())
+        .inspect_err(|error| shared.denials.record(&user, error))?;
     if let Route::OpenApi(path) = &route {
         if request.method() != Method::GET {
             return Err(ApiError::method_not_allowed());
@@ -147,6 +150,16 @@ where
     let body = read_body(request.into_body()).await?;
     // YAML is converted off the async workers; everything below sees JSON.
     let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;
+    if reviews::is_review(&info) {
+        if verb != "create" {
+            return Err(ApiError::method_not_allowed());
+        }
+        let body = crate::resources::protobuf::json_body(&info, verb, None, content_type.as_deref(), body)?;
+        let object = parse_json(&body)?;
+        let namespace = path.namespace.as_deref().unwrap_or_default();
+        let review = reviews::create(&shared.store.read(), &info, &user, namespace, &object)?;
+        return Ok(json_response(201, &review));
+    }
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
@@ -193,7 +206,7 @@ where
         view,
     };
     if verb == "list" {
-        return ctx.list().await;
+        return crate::admission::with_warnings(ctx.list().await, info.deprecation.as_slice());
     }
     let field_validation =
         crate::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
@@ -217,6 +230,7 @@ where
             _ => Err(ApiError::method_not_allowed()),
         })
     });
+    let warnings: Vec<String> = info.deprecation.iter().cloned().chain(warnings).collect();
     crate::admission::with_warnings(response, &warnings)
 }
 
@@ -594,7 +608,7 @@ impl Ctx<'_> {
     }
 
     fn create(&self, body: &[u8]) -> ApiResult<Response<Body>> {
-        let mut object = parse_json(body)?;
+        let mut object = self.decode_body(body)?;
         let manager = self.manager();
         let stored = self.shared.store.write(|state| {
             apply::track_update(state, self.info, Endpoint::Main, None, &mut object, &manager);
@@ -603,8 +617,16 @@ impl Ctx<'_> {
         self.respond(201, &stored)
     }
 
+    /// A create or update body as kube-apiserver's decoder takes it (see [`decoding`]).
+    fn decode_body(&self, body: &[u8]) -> ApiResult<Value> {
+        let object = parse_json(body)?;
+        decoding::require_kind(self.info, body, &object)?;
+        crate::admission::whole_object_body(decoding::duplicate_fields(body));
+        Ok(object)
+    }
+
     fn update(&self, body: &[u8], endpoint: Endpoint) -> ApiResult<Response<Body>> {
-        let mut object = parse_json(body)?;
+        let mut object = self.decode_body(body)?;
         let manager = self.manager();
         let key = self.key();
         let stored = self.shared.store.write(|state| {

@@ -4,35 +4,19 @@ use serde_json::Value;
 
 use crate::meta::errors::{ApiError, ApiResult};
 
-/// One requirement of a label selector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    /// `key=value`, `key==value`, `key in (a,b)`.
-    In(String, Vec<String>),
-    /// `key!=value`, `key notin (a,b)`.
-    NotIn(String, Vec<String>),
-    /// `key`.
-    Exists(String),
-    /// `!key`.
-    DoesNotExist(String),
-}
+pub use super::labels::{Operator, Requirement};
 
-/// A parsed label selector (all requirements must hold).
+/// A parsed label selector (all requirements must hold), see [`super::labels`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector(pub Vec<Requirement>);
 
 impl LabelSelector {
-    /// Parses `a=b,c!=d,e in (f,g),h,!i`.
+    /// Parses `a=b,c!=d,e in (f,g),h,!i,j>1`; a malformed selector is a 400 with
+    /// kube-apiserver's message.
     pub fn parse(input: &str) -> ApiResult<Self> {
-        let mut requirements = Vec::new();
-        for part in split_top(input) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            requirements.push(parse_requirement(part)?);
-        }
-        Ok(Self(requirements))
+        super::labels::parse_selector(input)
+            .map(Self)
+            .map_err(ApiError::bad_request)
     }
 
     /// True when there is no requirement.
@@ -43,150 +27,14 @@ impl LabelSelector {
     /// True when the object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels");
-        let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-        self.0.iter().all(|requirement| match requirement {
-            Requirement::In(key, values) => get(key).is_some_and(|v| values.iter().any(|x| x == v)),
-            Requirement::NotIn(key, values) => get(key).is_none_or(|v| !values.iter().any(|x| x == v)),
-            Requirement::Exists(key) => get(key).is_some(),
-            Requirement::DoesNotExist(key) => get(key).is_none(),
+        self.0.iter().all(|requirement| {
+            requirement.matches(
+                labels
+                    .and_then(|l| l.get(&requirement.key))
+                    .and_then(Value::as_str),
+            )
         })
     }
-}
-
-fn bad(input: &str, why: &str) -> ApiError {
-    ApiError::bad_request(format!("unable to parse requirement: {why}: {input}"))
-}
-
-/// Splits on commas that are not inside parentheses.
-fn split_top(input: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in input.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&input[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&input[start..]);
-    parts
-}
-
-fn valid_key(key: &str) -> bool {
-    if key.is_empty() || key.len() > 317 {
-        return false;
-    }
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix
-        && (prefix.is_empty() || !crate::meta::validation::is_dns1123_subdomain(prefix))
-    {
-        return false;
-    }
-    valid_value(name) && !name.is_empty()
-}
-
-fn valid_value(value: &str) -> bool {
-    if value.is_empty() {
-        return true;
-    }
-    let bytes = value.as_bytes();
-    value.len() <= 63
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-fn parse_set(key: &str, rest: &str, input: &str) -> ApiResult<Vec<String>> {
-    let rest = rest.trim();
-    let inner = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| bad(input, "found '', expected: '('"))?;
-    let values: Vec<String> = inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect();
-    if values.is_empty() {
-        return Err(bad(
-            input,
-            "for 'in', 'notin' operators, values set can't be empty",
-        ));
-    }
-    for value in &values {
-        if !valid_value(value) {
-            return Err(invalid_label_value(key, value));
-        }
-    }
-    Ok(values)
-}
-
-fn invalid_label_value(key: &str, value: &str) -> ApiError {
-    ApiError::bad_request(format!(
-        "unable to parse requirement: values[0][{key}]: Invalid value: \"{value}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-    ))
-}
-
-fn check_key(key: &str) -> ApiResult<()> {
-    if valid_key(key) {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request(format!(
-            "unable to parse requirement: key: Invalid value: \"{key}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        )))
-    }
-}
-
-fn parse_requirement(part: &str) -> ApiResult<Requirement> {
-    if let Some(key) = part.strip_prefix('!') {
-        let key = key.trim();
-        check_key(key)?;
-        return Ok(Requirement::DoesNotExist(key.to_string()));
-    }
-    for (op, negate) in [("!=", true), ("==", false), ("=", false)] {
-        if let Some((key, value)) = part.split_once(op) {
-            let key = key.trim();
-            let value = value.trim();
-            check_key(key)?;
-            if !valid_value(value) {
-                return Err(invalid_label_value(key, value));
-            }
-            let values = vec![value.to_string()];
-            return Ok(if negate {
-                Requirement::NotIn(key.to_string(), values)
-            } else {
-                Requirement::In(key.to_string(), values)
-            });
-        }
-    }
-    let mut words = part.splitn(2, char::is_whitespace);
-    let key = words.next().unwrap_or_default().trim();
-    let rest = words.next().unwrap_or_default().trim();
-    if rest.is_empty() {
-        check_key(key)?;
-        return Ok(Requirement::Exists(key.to_string()));
-    }
-    check_key(key)?;
-    if let Some(set) = rest.strip_prefix("notin") {
-        return Ok(Requirement::NotIn(key.to_string(), parse_set(key, set, part)?));
-    }
-    if let Some(set) = rest.strip_prefix("in") {
-        return Ok(Requirement::In(key.to_string(), parse_set(key, set, part)?));
-    }
-    Err(bad(
-        part,
-        "found unexpected operator, expected one of: in, notin, =, ==, !=, gt, lt",
-    ))
 }
 
 /// One term of a field selector.

@@ -20,6 +20,18 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_label)
 }
 
+/// What is wrong with a DNS-1123 subdomain, in apimachinery's words.
+pub fn subdomain_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 253 {
+        errors.push("must be no more than 253 characters".to_string());
+    }
+    if !s.split('.').all(is_label) {
+        errors.push(SUBDOMAIN_MSG.to_string());
+    }
+    errors
+}
+
 /// How a resource's names are validated, per kube-apiserver's validator for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NameRule {

@@ -8,7 +8,7 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::admission::{self, FieldValidation};
+use crate::admission;
 use crate::meta::errors::{ApiError, ApiResult};
 use crate::resources::ResourceInfo;
 use crate::resources::protobuf;
@@ -58,23 +58,10 @@ pub fn prepare(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
 fn decode(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
     let api_version = info.api_version();
     let Some(codec) = protobuf::codec_for(&api_version, &info.kind) else {
-        return Ok(());
+        return admission::report_strict(info, &[]);
     };
     let kind = &info.kind;
-    let unknown = (codec.unknown)(object);
-    if !unknown.is_empty() {
-        let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
-        match admission::mode() {
-            FieldValidation::Strict => {
-                return Err(ApiError::bad_request(format!(
-                    "strict decoding error: {}",
-                    messages.join(", ")
-                )));
-            }
-            FieldValidation::Warn => admission::warn(messages),
-            FieldValidation::Ignore => {}
-        }
-    }
+    admission::report_strict(info, &(codec.unknown)(object))?;
     let mut decoded = (codec.normalize)(object).map_err(|e| {
         ApiError::bad_request(format!(
             "{kind} in version \"{}\" cannot be handled as a {kind}: {e}",
@@ -128,6 +115,7 @@ fn defaults(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::FieldValidation;
     use crate::resources::builtins;
 
     fn info(kind: &str) -> ResourceInfo {
@@ -173,11 +161,16 @@ mod tests {
 
         let mut strict = json!({"metadata": {"name": "a"}, "extra": 1});
         let (result, _) = crate::admission::scoped(FieldValidation::Strict, || {
+            crate::admission::whole_object_body(Vec::new());
             prepare(&info("ConfigMap"), &mut strict)
         });
         assert_eq!(
             result.err().map(|e| (e.code, e.message)),
-            Some((400, "strict decoding error: unknown field \"extra\"".to_owned()))
+            Some((
+                400,
+                "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"extra\""
+                    .to_owned()
+            ))
         );
 
         let mut wrong = json!({"metadata": {"name": "a"}, "data": {"k": 1}});

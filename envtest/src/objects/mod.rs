@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::admission;
 use crate::meta::errors::{ApiError, ApiResult, forbidden_field, invalid_value, required};
+use crate::meta::object_meta;
 use crate::meta::validation::{NameRule, validate_name_with};
 use crate::resources::{Registry, ResourceInfo};
 use crate::storage::store::{EventType, State};
@@ -122,6 +123,13 @@ pub fn check_type(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
             )));
         }
         Some(_) => {}
+        // The unstructured decoder of custom resources keeps the body's (empty) version,
+        // which the handler then refuses; built-in kinds take it from the URL.
+        None if info.custom => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data () does not match the expected API version ({expected})"
+            )));
+        }
         None => {
             map.insert("apiVersion".into(), json!(expected));
         }
@@ -236,10 +244,12 @@ pub fn create(
             vec![required("metadata.name", "name or generateName is required")],
         ));
     };
-    let causes = validate_name_with("metadata.name", &name, NameRule::of(&info.group, &info.plural));
+    let mut causes = validate_name_with("metadata.name", &name, NameRule::of(&info.group, &info.plural));
+    causes.extend(object_meta::validate(meta(&object)));
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
+    admission::warn(object_meta::warnings(meta(&object)));
     if meta_str(&object, "resourceVersion").is_some() {
         return Err(ApiError::bad_request(
             "resourceVersion should not be set on objects to be created",
@@ -547,6 +557,11 @@ pub fn update(
             ));
         }
     }
+    let causes = object_meta::validate(meta(&new));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, name, causes));
+    }
+    admission::warn(object_meta::warnings(meta(&new)));
     if info.generation && spec_content(info, &new) != spec_content(info, &current) {
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));

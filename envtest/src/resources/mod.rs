@@ -59,6 +59,11 @@ pub struct ResourceInfo {
     /// The compiled schema of a custom resource version (validation, defaulting, pruning,
     /// CEL) and its storage version; `None` for built-ins.
     pub schema: Option<Arc<crate::resources::versions::CrdVersion>>,
+    /// The `Warning` every request to a version marked `deprecated: true` gets (the CRD's
+    /// `deprecationWarning`, else apiextensions-apiserver's default wording).
+    pub deprecation: Option<String>,
+    /// A virtual resource that only answers `create` (the access and identity reviews).
+    pub create_only: bool,
 }
 
 impl ResourceInfo {
@@ -92,16 +97,20 @@ impl ResourceInfo {
     }
 
     fn discovery(&self) -> Vec<Value> {
-        let verbs = [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ];
+        let verbs: &[&str] = if self.create_only {
+            &["create"]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        };
         let mut main = json!({
             "name": self.plural,
             "singularName": self.singular,
@@ -170,6 +179,8 @@ fn builtin(
         unconditional_update: true,
         field_selectors: Vec::new(),
         schema: None,
+        deprecation: None,
+        create_only: false,
     }
 }
 
@@ -241,7 +252,37 @@ pub fn builtins() -> Vec<ResourceInfo> {
         label_selector: None,
     });
     let rbac = "rbac.authorization.k8s.io";
-    vec![
+    let review = |group: &str, plural: &str, kind: &str, namespaced: bool| ResourceInfo {
+        create_only: true,
+        ..builtin(group, "v1", plural, kind, namespaced, &[], &[], false)
+    };
+    let reviews = [
+        review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+        ),
+    ];
+    let mut all = vec![
         namespaces,
         deployments,
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[], false),
@@ -282,7 +323,9 @@ pub fn builtins() -> Vec<ResourceInfo> {
             &[],
             false,
         ),
-    ]
+    ];
+    all.extend(reviews);
+    all
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
@@ -355,9 +398,48 @@ pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<Resourc
             unconditional_update: false,
             field_selectors: Vec::new(),
             schema: schemas.get(name).cloned(),
+            deprecation: deprecation(spec, version),
+            create_only: false,
         });
     }
     out
+}
+
+/// The warning of a deprecated CRD version, as apiextensions-apiserver words it: the CRD's
+/// `deprecationWarning`, else `<group>/<version> <Kind> is deprecated; use <group>/<newer>
+/// <Kind>` naming the highest-priority served, non-deprecated version newer than it.
+fn deprecation(spec: &Value, version: &Value) -> Option<String> {
+    if version["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    if let Some(custom) = version["deprecationWarning"].as_str() {
+        return Some(custom.to_string());
+    }
+    let group = spec["group"].as_str().unwrap_or_default();
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    let name = version["name"].as_str().unwrap_or_default();
+    let mut message = format!("{group}/{name} {kind} is deprecated");
+    let newest = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|v| compare_versions(name, v).is_lt())
+        .max_by(|a, b| compare_versions(a, b));
+    if let Some(newest) = newest {
+        message.push_str(&format!("; use {group}/{newest} {kind}"));
+    }
+    Some(message)
+}
+
+/// apimachinery's `CompareKubeAwareVersionStrings`: `Greater` when `a` has the higher
+/// priority (GA > beta > alpha by number, then other names alphabetically first).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let (pa, pb) = (version_priority(a), version_priority(b));
+    (pa.0, pa.1, pa.2)
+        .cmp(&(pb.0, pb.1, pb.2))
+        .then_with(|| pb.3.cmp(&pa.3))
 }
 
 /// Kubernetes version priority: GA > beta > alpha > other, higher numbers first.

@@ -50,6 +50,17 @@ pub async fn call(
     } else {
         serde_json::to_vec(body)?
     };
+    call_raw(env, method, path, content_type, bytes).await
+}
+
+/// Sends a request with a body of raw bytes.
+pub async fn call_raw(
+    env: &TestEnv,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    bytes: Vec<u8>,
+) -> Result<Reply, Box<dyn std::error::Error>> {
     let request = http::Request::builder()
         .method(method)
         .uri(path)

@@ -18,6 +18,8 @@ pub mod json;
 pub mod types;
 
 use bytes::Bytes;
+use k8s_pb::api::authentication::v1 as authn;
+use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::autoscaling::v1 as autoscaling;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
@@ -129,6 +131,10 @@ pub fn codec_for(api_version: &str, kind: &str) -> Option<Codec> {
             codec::<apiext::CustomResourceDefinition>()
         }
         ("autoscaling/v1", "Scale") => codec::<autoscaling::Scale>(),
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => codec::<authz::SelfSubjectAccessReview>(),
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => codec::<authz::SubjectAccessReview>(),
+        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => codec::<authz::LocalSubjectAccessReview>(),
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => codec::<authn::SelfSubjectReview>(),
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => codec::<meta::DeleteOptions>(),
         _ => return None,
     })

@@ -1,6 +1,8 @@
 //! The JSON form of every protobuf message of the built-in kinds the server serves, field by
 //! field as the Go types' JSON tags say (see [`mod@super::json`] for the omission rules).
 
+use k8s_pb::api::authentication::v1 as authn;
+use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::autoscaling::v1 as autoscaling;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
@@ -629,3 +631,97 @@ impl Json for apiext::JsonSchemaPropsOrStringArray {
         }
     }
 }
+
+// authorization.k8s.io/v1 and authentication.k8s.io/v1: the review resources (client-go's
+// typed clients, so `kubectl auth can-i` and `kubectl auth whoami`, send them as protobuf).
+
+/// `ExtraValue` is a named `[]string`: a JSON array.
+macro_rules! extra_value {
+    ($ty:ty) => {
+        impl Json for $ty {
+            fn to_json(&self) -> Value {
+                self.items.to_json()
+            }
+            fn is_empty(&self) -> bool {
+                self.items.is_empty()
+            }
+            fn from_json(value: &Value) -> Result<Self, String> {
+                Ok(Self {
+                    items: Vec::<String>::from_json(value)?,
+                })
+            }
+        }
+    };
+}
+extra_value!(authz::ExtraValue);
+extra_value!(authn::ExtraValue);
+
+message!(authz::SelfSubjectAccessReview {
+    metadata: Unset => "metadata",
+    spec: Never => "spec",
+    status: Unset => "status",
+});
+
+message!(authz::SubjectAccessReview {
+    metadata: Unset => "metadata",
+    spec: Never => "spec",
+    status: Unset => "status",
+});
+
+message!(authz::LocalSubjectAccessReview {
+    metadata: Unset => "metadata",
+    spec: Never => "spec",
+    status: Unset => "status",
+});
+
+message!(authz::SelfSubjectAccessReviewSpec {
+    resource_attributes: Unset => "resourceAttributes",
+    non_resource_attributes: Unset => "nonResourceAttributes",
+});
+
+message!(authz::SubjectAccessReviewSpec {
+    resource_attributes: Unset => "resourceAttributes",
+    non_resource_attributes: Unset => "nonResourceAttributes",
+    user => "user",
+    groups => "groups",
+    extra => "extra",
+    uid => "uid",
+});
+
+message!(authz::ResourceAttributes {
+    namespace => "namespace",
+    verb => "verb",
+    group => "group",
+    version => "version",
+    resource => "resource",
+    subresource => "subresource",
+    name => "name",
+});
+
+message!(authz::NonResourceAttributes {
+    path => "path",
+    verb => "verb",
+});
+
+message!(authz::SubjectAccessReviewStatus {
+    allowed: Never => "allowed",
+    denied => "denied",
+    reason => "reason",
+    evaluation_error => "evaluationError",
+});
+
+message!(authn::SelfSubjectReview {
+    metadata: Unset => "metadata",
+    status: Unset => "status",
+});
+
+message!(authn::SelfSubjectReviewStatus {
+    user_info: Unset => "userInfo",
+});
+
+message!(authn::UserInfo {
+    username => "username",
+    uid => "uid",
+    groups => "groups",
+    extra => "extra",
+});
