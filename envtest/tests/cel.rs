@@ -1,7 +1,7 @@
 //! CEL `x-kubernetes-validations` on the envtest server: each construct, transition rules,
 //! `messageExpression`, `fieldPath`, `reason`, `optionalOldSelf`, evaluation errors, rules
 //! the engine cannot run (reported, never passed), and the real upstream CRDs' rules,
-//! including the `authoritativeAPI` transition rule of DESIGN.md §4.
+//! including the `authoritativeAPI` transition rule of `docs/design.md` §6.
 #![recursion_limit = "512"]
 
 mod common;

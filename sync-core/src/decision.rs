@@ -1,4 +1,4 @@
-//! The reconcile decision table (DESIGN.md §3), as a pure function.
+//! The reconcile decision table (`docs/design.md` §3), as a pure function.
 //!
 //! Kept free of I/O so that every row is unit-tested; the engine fetches the objects and
 //! dispatches on the [`Decision`].
@@ -171,6 +171,26 @@ mod tests {
         assert_eq!(
             machine(Some(&deleting), Some(&capi), &[]),
             Decision::Skip(Skip::NoAuthority)
+        );
+    }
+
+    /// docs/design.md §5: `ignore` ignores a CAPI-only object while it lives, but its
+    /// deletion still reaches the deletion hook, which can release the pair's finalizer
+    /// (upstream leaves such a CAPI MachineSet stuck on it).
+    #[test]
+    fn row_capi_only_being_deleted_reaches_the_deletion_hook_under_either_policy() {
+        let set = capi::MachineSet {
+            metadata: meta("set-a", CAPI_NS, true),
+            ..Default::default()
+        };
+        assert_eq!(
+            decide::<SetPair>(None, Some(&set), |_| false),
+            Decision::Deletion(Direction::CapiToMapi)
+        );
+        let owned = capi(Some(("cluster.x-k8s.io/v1beta2", "set-a")), true);
+        assert_eq!(
+            machine(None, Some(&owned), &[]),
+            Decision::Deletion(Direction::CapiToMapi)
         );
     }
 

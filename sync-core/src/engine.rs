@@ -27,9 +27,9 @@ use tracing::Instrument;
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
-use crate::infra::InfraTracker;
+use crate::infra::{InfraConfig, InfraTracker};
 use crate::lenient::{Lenient, Malformed};
-use crate::observe::{Observer, Outcome};
+use crate::observe::{Observer, Outcome, SkipReason};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
 use crate::reflect::{Touched, reflect};
@@ -133,8 +133,10 @@ impl<P: SyncPair> SyncController<P> {
         self.caches.clone()
     }
 
-    /// Watches the infrastructure objects the CAPI objects reference, through a tracker
-    /// shared with the other controllers: their changes reconcile the pairs using them.
+    /// Shares `tracker`'s infrastructure watches with the other controllers given it (one
+    /// watch per GroupKind for all of them). A pair with an infrastructure reference
+    /// ([`SyncPair::INFRA_REF`]) watches the kinds it references either way: without a
+    /// shared tracker, [`Self::run`] starts its own.
     pub fn with_infra(mut self, tracker: InfraTracker) -> Self {
         self.infra = Some(tracker);
         self
@@ -188,7 +190,21 @@ impl<P: SyncPair> SyncController<P> {
             },
         ));
 
-        let infra_registration = infra.as_ref().map(|tracker| tracker.register::<P>());
+        // The infrastructure watches follow from the declaration, not from extra wiring.
+        let infra = infra.or_else(|| {
+            P::INFRA_REF.map(|field| {
+                tracing::debug!(
+                    controller = P::NAME,
+                    field,
+                    "watching the infrastructure kinds the CAPI objects reference"
+                );
+                InfraTracker::new(client.clone(), own_infra_config(&config))
+            })
+        });
+        let infra_registration = infra
+            .as_ref()
+            .filter(|_| P::INFRA_REF.is_some())
+            .map(|tracker| tracker.register::<P>());
         background.spawn(reflect(
             "capi",
             (),
@@ -332,6 +348,15 @@ impl<P: SyncPair> SyncController<P> {
     }
 }
 
+/// The configuration of a controller's own infrastructure tracker: the CAPI namespace and
+/// the controller's watcher settings and Event instance.
+fn own_infra_config(config: &SyncConfig) -> InfraConfig {
+    let mut infra = InfraConfig::new(config.namespaces.capi.clone());
+    infra.watcher = config.watcher.clone();
+    infra.instance = config.instance.clone();
+    infra
+}
+
 async fn caches_synced<P: SyncPair>(
     mapi: &Store<P::Mapi>,
     capi: &Store<P::Capi>,
@@ -386,10 +411,10 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
             "decided"
         );
         let (outcome, hook) = match &decision {
-            Decision::NothingToDo => (Outcome::Skipped("nothing_to_do"), None),
+            Decision::NothingToDo => (Outcome::Skipped(SkipReason::NothingToDo), None),
             Decision::Skip(skip) => {
                 report_skip(ctx, &objects, skip).await;
-                (Outcome::Skipped(skip.label()), None)
+                (Outcome::Skipped(skip.into()), None)
             }
             Decision::Sync(direction) => (
                 Outcome::Synced {
@@ -481,7 +506,7 @@ async fn report_malformed<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> Opti
         )
         .await;
     }
-    found.then_some(Outcome::Skipped("malformed"))
+    found.then_some(Outcome::Skipped(SkipReason::Malformed))
 }
 
 async fn report_skip<P: SyncPair>(ctx: &SyncContext<P>, objects: &SyncObjects<P>, skip: &Skip) {
@@ -500,20 +525,7 @@ async fn report_skip<P: SyncPair>(ctx: &SyncContext<P>, objects: &SyncObjects<P>
         Skip::Migrating => tracing::info!("authoritativeAPI is Migrating; not syncing"),
         Skip::NoAuthority => tracing::debug!("status.authoritativeAPI is not set yet; not syncing"),
         Skip::CapiOnlyIgnored | Skip::CapiOnlyOwnerNotMirrored => {
-            tracing::debug!(reason = skip.label(), "CAPI-only object; not syncing")
-        }
-    }
-}
-
-impl Skip {
-    /// A short label for logs and metrics.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Self::CapiOnlyIgnored => "capi_only_ignored",
-            Self::CapiOnlyOwnerNotMirrored => "capi_only_owner_not_mirrored",
-            Self::Migrating => "migrating",
-            Self::NoAuthority => "no_authority",
-            Self::UnknownAuthority(_) => "unknown_authority",
+            tracing::debug!(reason = %SkipReason::from(skip), "CAPI-only object; not syncing")
         }
     }
 }
@@ -710,7 +722,7 @@ mod tests {
         let (ctx, _) = context(vec![], vec![capi], vec![mapi_machine_set("set-b")]);
         let (hooks, outcome) = run(&ctx, "worker-a").await;
         assert!(hooks.calls().is_empty());
-        assert_eq!(outcome, Outcome::Skipped("capi_only_owner_not_mirrored"));
+        assert_eq!(outcome, Outcome::Skipped(SkipReason::CapiOnlyOwnerNotMirrored));
     }
 
     #[tokio::test]
@@ -739,9 +751,9 @@ mod tests {
             vec![],
         );
         for (name, skipped) in [
-            ("migrating", "migrating"),
-            ("empty", "no_authority"),
-            ("absent", "nothing_to_do"),
+            ("migrating", SkipReason::Migrating),
+            ("empty", SkipReason::NoAuthority),
+            ("absent", SkipReason::NothingToDo),
         ] {
             let (hooks, outcome) = run(&ctx, name).await;
             assert!(hooks.calls().is_empty(), "{name}");
@@ -758,7 +770,7 @@ mod tests {
         );
         let (hooks, outcome) = run(&ctx, "worker-a").await;
         assert!(hooks.calls().is_empty());
-        assert_eq!(outcome, Outcome::Skipped("unknown_authority"));
+        assert_eq!(outcome, Outcome::Skipped(SkipReason::UnknownAuthority));
         let requests = requests.lock().map(|r| r.clone()).unwrap_or_default();
         let event = requests.iter().find(|(path, _)| path.ends_with("/events"));
         let Some((path, body)) = event else {
@@ -812,7 +824,7 @@ mod tests {
         MalformedObjects::set(&ctx.caches.malformed.capi, "worker-a", Some(&malformed));
         let (hooks, outcome) = run(&ctx, "worker-a").await;
         assert!(hooks.calls().is_empty());
-        assert_eq!(outcome, Outcome::Skipped("malformed"));
+        assert_eq!(outcome, Outcome::Skipped(SkipReason::Malformed));
         let requests = requests.lock().map(|r| r.clone()).unwrap_or_default();
         let Some((path, body)) = requests.iter().find(|(path, _)| path.ends_with("/events")) else {
             panic!("no event: {requests:?}")

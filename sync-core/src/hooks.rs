@@ -158,7 +158,10 @@ pub trait SyncHooks<P: SyncPair>: Send + Sync + 'static {
         stub(Direction::CapiToMapi, objects, ctx)
     }
 
-    /// One of the objects is being deleted; `direction` is the authoritative one.
+    /// One of the objects is being deleted; `direction` is the authoritative one. A
+    /// CAPI-only object being deleted comes here too (`CapiToMapi`, `objects.mapi` is
+    /// `None`), whatever the CAPI-only policy, so that the pair can release its finalizer
+    /// once the MAPI side is gone; release only your own (`docs/design.md` §5).
     fn reconcile_deletion(
         &self,
         direction: Direction,

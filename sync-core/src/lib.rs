@@ -18,4 +18,7 @@ pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, SyncObjects};
 pub use infra::{InfraConfig, InfraTracker};
+pub use observe::{Outcome, SkipReason};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
+#[cfg(feature = "testkit")]
+pub mod testkit;

@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
+use crate::decision::Skip;
 use crate::hooks::Direction;
 
 /// What one reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// No hook ran, for this reason (`nothing_to_do`, `migrating`, …).
-    Skipped(&'static str),
+    /// No hook ran, for this reason.
+    Skipped(SkipReason),
     /// A sync hook ran; `failed` when it returned an error.
     Synced {
         /// The hook's direction.
@@ -54,6 +55,60 @@ impl Outcome {
                 failed: error,
             },
             skipped => skipped,
+        }
+    }
+}
+
+/// Why a reconcile ran no hook: the decision table's skips (docs/design.md §3) and the
+/// malformed-object guard before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    /// Neither object exists.
+    NothingToDo,
+    /// One of the objects does not decode as its Rust type (a Warning Event says why).
+    Malformed,
+    /// A CAPI-only object under the `ignore` policy.
+    CapiOnlyIgnored,
+    /// A CAPI-only object whose CAPI owner has no MAPI mirror (yet).
+    CapiOnlyOwnerNotMirrored,
+    /// `status.authoritativeAPI` is `Migrating`.
+    Migrating,
+    /// `status.authoritativeAPI` is not set (or empty).
+    NoAuthority,
+    /// `status.authoritativeAPI` has a value this build does not know (a Warning Event
+    /// names it).
+    UnknownAuthority,
+}
+
+impl SkipReason {
+    /// The label in logs and the `reason` label of the skipped-reconciles metric.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NothingToDo => "nothing_to_do",
+            Self::Malformed => "malformed",
+            Self::CapiOnlyIgnored => "capi_only_ignored",
+            Self::CapiOnlyOwnerNotMirrored => "capi_only_owner_not_mirrored",
+            Self::Migrating => "migrating",
+            Self::NoAuthority => "no_authority",
+            Self::UnknownAuthority => "unknown_authority",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+impl From<&Skip> for SkipReason {
+    fn from(skip: &Skip) -> Self {
+        match skip {
+            Skip::CapiOnlyIgnored => Self::CapiOnlyIgnored,
+            Skip::CapiOnlyOwnerNotMirrored => Self::CapiOnlyOwnerNotMirrored,
+            Skip::Migrating => Self::Migrating,
+            Skip::NoAuthority => Self::NoAuthority,
+            Skip::UnknownAuthority(_) => Self::UnknownAuthority,
         }
     }
 }

@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::ObjectMeta;
 
-use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, capi, mapi};
+use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, SyncStatus, capi, mapi};
 use crate::pair::{CapiOnly, NoOwner, SyncPair};
 
 pub(crate) const MAPI_NS: &str = "openshift-machine-api";
@@ -17,6 +17,7 @@ impl SyncPair for MachinePair {
     type OwnerMirror = mapi::MachineSet;
     const NAME: &'static str = "machine-sync";
     const CAPI_ONLY: CapiOnly = CapiOnly::MirrorIfOwnerMirrored;
+    const INFRA_REF: Option<&'static str> = Some("spec.infrastructure_ref");
     fn infra_ref(capi: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
         capi.spec.infrastructure_ref.as_infra_ref()
     }
@@ -30,6 +31,7 @@ impl SyncPair for SetPair {
     type OwnerMirror = NoOwner;
     const NAME: &'static str = "machineset-sync";
     const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
+    const INFRA_REF: Option<&'static str> = Some("spec.template.spec.infrastructure_ref");
     fn infra_ref(capi: &capi::MachineSet) -> Result<Option<InfraRef>, MalformedRef> {
         capi.spec.template.spec.infrastructure_ref.as_infra_ref()
     }
@@ -49,7 +51,10 @@ pub(crate) fn mapi_machine(name: &str, authority: Option<&str>, deleting: bool) 
         metadata: meta(name, MAPI_NS, deleting),
         spec: mapi::MachineSpec::default(),
         status: Some(mapi::MachineStatus {
-            authoritative_api: authority.map(AuthoritativeApi::from),
+            sync: SyncStatus {
+                authoritative_api: authority.map(AuthoritativeApi::from),
+                ..Default::default()
+            },
             ..Default::default()
         }),
     }

@@ -39,6 +39,52 @@ impl Args {
     }
 }
 
+/// What can still be read from arguments that darling rejected (an unknown key, a key
+/// given twice): the first well-formed `mapi`, `capi` and owner types, and whether
+/// `custom_hooks` is there. Only the fallback expansion uses it, so that one mistake does
+/// not also break every use of the pair.
+#[derive(Debug, Default)]
+pub(crate) struct Salvaged {
+    /// `mapi = <type path>`, if well formed.
+    pub mapi: Option<Path>,
+    /// `capi = <type path>`, if well formed.
+    pub capi: Option<Path>,
+    /// The type in `capi_only = mirror_if_owner_mirrored(<type path>)`, if well formed.
+    pub owner: Option<Path>,
+    /// `custom_hooks` appears, in any form.
+    pub custom_hooks: bool,
+}
+
+impl Salvaged {
+    /// Reads what it can from the tokens inside `#[sync_controller(...)]`.
+    pub(crate) fn from_tokens(args: TokenStream) -> Self {
+        let mut salvaged = Self::default();
+        for item in NestedMeta::parse_meta_list(args).unwrap_or_default() {
+            let NestedMeta::Meta(meta) = item else { continue };
+            let path = meta.path();
+            if path.is_ident("custom_hooks") {
+                salvaged.custom_hooks = true;
+            }
+            let Meta::NameValue(pair) = &meta else { continue };
+            let first = |slot: &mut Option<Path>, value: Value<Path>| {
+                if slot.is_none() {
+                    *slot = value.ok();
+                }
+            };
+            if path.is_ident("mapi") {
+                first(&mut salvaged.mapi, type_path(&pair.value));
+            } else if path.is_ident("capi") {
+                first(&mut salvaged.capi, type_path(&pair.value));
+            } else if path.is_ident("capi_only")
+                && let Ok(Policy::MirrorIfOwnerMirrored(owner)) = policy(&pair.value)
+            {
+                salvaged.owner.get_or_insert(owner);
+            }
+        }
+        salvaged
+    }
+}
+
 /// A value as parsed: the value, or an error spanned on its tokens.
 pub(crate) type Value<T> = syn::Result<T>;
 

@@ -9,7 +9,7 @@ use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::model::{CapiOnly, Hooks, Pair};
+use crate::model::{CapiOnly, Fallback, Hooks, Pair};
 
 /// The `impl SyncPair` and the hooks impl (or the check that the user wrote one).
 pub(crate) fn expand(pair: &Pair) -> TokenStream {
@@ -25,6 +25,17 @@ pub(crate) fn expand(pair: &Pair) -> TokenStream {
         CapiOnly::MirrorIfOwnerMirrored(owner) => (quote!(#owner), quote!(MirrorIfOwnerMirrored)),
     };
     let infra_ref = infra_ref_fn(pair);
+    let infra_field = match pair.infra_ref.as_deref() {
+        Some(members) => {
+            let path = members
+                .iter()
+                .map(|member| quote!(#member).to_string())
+                .collect::<Vec<_>>()
+                .join(".");
+            quote!(::core::option::Option::Some(#path))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let hooks = hooks(ident, &pair.hooks);
     quote! {
         impl ::sync_core::SyncPair for #ident {
@@ -33,7 +44,41 @@ pub(crate) fn expand(pair: &Pair) -> TokenStream {
             type OwnerMirror = #owner;
             const NAME: &'static str = #name;
             const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::#policy;
+            const INFRA_REF: ::core::option::Option<&'static str> = #infra_field;
             #infra_ref
+        }
+        #hooks
+    }
+}
+
+/// The placeholder impls of a declaration with errors, next to the errors: the struct is a
+/// `SyncPair` (of the kinds that are well formed, `NoOwner` for the others) with the stub
+/// hooks unless `custom_hooks` appears, so that code using the pair compiles and the
+/// attribute's errors are the only ones.
+pub(crate) fn fallback(fallback: &Fallback) -> TokenStream {
+    let Some(ident) = &fallback.ident else {
+        return TokenStream::new();
+    };
+    let placeholder = quote!(::sync_core::NoOwner);
+    let kind = |path: &Option<syn::Path>| path.as_ref().map_or(placeholder.clone(), |path| quote!(#path));
+    let (mapi, capi, owner) = (kind(&fallback.mapi), kind(&fallback.capi), kind(&fallback.owner));
+    let hooks = (!fallback.custom_hooks).then(|| quote!(impl ::sync_core::SyncHooks<#ident> for #ident {}));
+    quote! {
+        impl ::sync_core::SyncPair for #ident {
+            type Mapi = #mapi;
+            type Capi = #capi;
+            type OwnerMirror = #owner;
+            const NAME: &'static str = "invalid-declaration";
+            const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::Ignore;
+            const INFRA_REF: ::core::option::Option<&'static str> = ::core::option::Option::None;
+            fn infra_ref(
+                _capi: &#capi,
+            ) -> ::core::result::Result<
+                ::core::option::Option<::sync_core::api::InfraRef>,
+                ::sync_core::api::MalformedRef,
+            > {
+                ::core::result::Result::Ok(::core::option::Option::None)
+            }
         }
         #hooks
     }
@@ -102,9 +147,9 @@ mod tests {
     use crate::attrs::Args;
 
     fn expand_str(args: TokenStream, item: syn::Item) -> String {
-        match Pair::new(Args::parse(args), &item) {
+        match Pair::new(Args::parse(args), Default::default, &item) {
             Ok(pair) => expand(&pair).to_string(),
-            Err(err) => panic!("{err}"),
+            Err(invalid) => panic!("{}", invalid.errors),
         }
     }
 
@@ -152,6 +197,7 @@ mod tests {
                 type OwnerMirror = ::sync_core::NoOwner;
                 const NAME: &'static str = "w";
                 const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::Ignore;
+                const INFRA_REF: ::core::option::Option<&'static str> = ::core::option::Option::None;
                 fn infra_ref(_capi: &B) -> ::core::result::Result<
                     ::core::option::Option<::sync_core::api::InfraRef>,
                     ::sync_core::api::MalformedRef,

@@ -45,8 +45,8 @@
 //! |---|---|---|---|
 //! | `mapi` | type path | yes | The Machine API kind (`sync_core::MapiObject`), watched in the MAPI namespace. |
 //! | `capi` | type path | yes | The Cluster API kind, watched in the CAPI namespace. |
-//! | `infra_ref` | field path on the `capi` type | no | Where the CAPI object keeps its infrastructure reference, such as `spec.infrastructure_ref` or `spec.template.spec.infrastructure_ref`. The field's type must implement `sync_core::api::AsInfraRef` (v1beta2 `ContractVersionedObjectReference`, v1beta1 `ObjectReference`, or an `Option` of either); the compiler checks it. Without it the pair has no infrastructure object. |
-//! | `capi_only` | `ignore` or `mirror_if_owner_mirrored(<MAPI type>)` | no, `ignore` | What to do with a CAPI object that has no MAPI mirror: ignore it, or mirror it when its CAPI owner (a `cluster.x-k8s.io` object of the given MAPI type's kind) has a MAPI mirror of that type. |
+//! | `infra_ref` | Rust field path on the `capi` type | no | Where the CAPI object keeps its infrastructure reference, in Rust field names (`spec.infrastructure_ref`, `spec.template.spec.infrastructure_ref`), not wire names (`spec.infrastructureRef`). The field's type must implement `sync_core::api::AsInfraRef` (v1beta2 `ContractVersionedObjectReference`, v1beta1 `ObjectReference`, or an `Option` of either); the compiler checks it. The controller then watches every infrastructure kind the CAPI objects reference, with no other wiring (`SyncController::with_infra` only shares the watches between controllers). Without the key the pair has no infrastructure object. |
+//! | `capi_only` | `ignore` or `mirror_if_owner_mirrored(<MAPI type>)` | no, `ignore` | What to do with a CAPI object that has no MAPI mirror while it lives: run no hook, or `reconcile_capi_to_mapi` when its CAPI owner (a `cluster.x-k8s.io` object of the given MAPI type's kind) has a MAPI mirror of that type; the type must be a `sync_core::MapiObject` (the compiler checks it). Under either policy, a CAPI-only object *being deleted* goes to `reconcile_deletion(CapiToMapi)` with `mapi: None`, so that the pair can release its finalizer once the MAPI side is gone (`docs/design.md` §5). |
 //! | `name` | string literal | no, the struct name in kebab case | The controller's name in logs, metrics and Events: lowercase words joined by `-` (`MachineSetSync` → `"machine-set-sync"`). |
 //! | `custom_hooks` | flag | no | You implement `sync_core::SyncHooks<Self>` yourself instead of getting the stubs. |
 //!
@@ -94,14 +94,17 @@
 //!
 //! # Errors
 //!
-//! Mistakes are compile errors on the offending tokens, all reported at once: a missing
-//! `mapi` or `capi`, an unknown key (with a "did you mean" suggestion), a key given twice,
-//! a value of the wrong shape (such as a quoted type), an unknown CAPI-only policy, an
-//! invalid `name`, and an item that is not a plain non-generic struct. A field path that
-//! names no field, or a field that is not an infrastructure reference, is reported by the
-//! compiler on the `infra_ref` value; a `mapi` type that is not a `MapiObject`, on the
-//! `mapi` value; a missing hooks impl, on `custom_hooks`. `tests/ui/fail` holds a case,
-//! with its exact message, for each.
+//! Mistakes are compile errors on the offending tokens, all reported at once, and nothing
+//! else: with an error in the attribute the macro still emits the struct and placeholder
+//! `SyncPair`/`SyncHooks` impls, so that code using the pair adds no errors of its own.
+//! The errors: a missing `mapi` or `capi`, an unknown key (with a "did you mean"
+//! suggestion), a key given twice, a value of the wrong shape (such as a quoted type), an
+//! unknown CAPI-only policy, an invalid `name`, and an item that is not a plain
+//! non-generic struct. A field path that names no field, or a field that is not an
+//! infrastructure reference, is reported by the compiler on the `infra_ref` value; a
+//! `mapi` type that is not a `MapiObject`, on the `mapi` value; an owner type that is not
+//! a `MapiObject`, on that type; a missing hooks impl, on `custom_hooks`. `tests/ui/fail`
+//! holds a case, with its exact message, for each.
 //!
 //! # Layout
 //!
@@ -132,9 +135,14 @@ fn sync_controller_impl(
         Ok(parsed) => parsed,
         Err(err) => return err.to_compile_error(),
     };
-    let generated = match model::Pair::new(attrs::Args::parse(args), &parsed) {
+    let salvaged = || attrs::Salvaged::from_tokens(args.clone());
+    let generated = match model::Pair::new(attrs::Args::parse(args.clone()), salvaged, &parsed) {
         Ok(pair) => expand::expand(&pair),
-        Err(errors) => errors.to_compile_error(),
+        Err(invalid) => {
+            let errors = invalid.errors.to_compile_error();
+            let fallback = expand::fallback(&invalid.fallback);
+            quote::quote!(#errors #fallback)
+        }
     };
     quote::quote! {
         #item

@@ -72,24 +72,87 @@ impl Errors {
     }
 }
 
+/// A declaration with errors: the errors, and what the fallback expansion may still use.
+pub(crate) struct Invalid {
+    /// Every error found, each at its span.
+    pub errors: syn::Error,
+    /// The parts that are well formed (boxed: an error path, and paths are large).
+    pub fallback: Box<Fallback>,
+}
+
+/// The well-formed parts of an invalid declaration, for the placeholder impls that keep
+/// the pair's uses from failing too.
+#[derive(Debug, Default)]
+pub(crate) struct Fallback {
+    /// The struct's name, when the item is a non-generic struct.
+    pub ident: Option<Ident>,
+    /// The Machine API kind, if given and well formed.
+    pub mapi: Option<Path>,
+    /// The Cluster API kind, if given and well formed.
+    pub capi: Option<Path>,
+    /// The owner-mirror kind, if given and well formed.
+    pub owner: Option<Path>,
+    /// The user implements the hooks (`custom_hooks` appears, well formed or not).
+    pub custom_hooks: bool,
+}
+
 impl Pair {
     /// Validates the parsed arguments (or darling's key errors) against the annotated item.
-    pub(crate) fn new(args: darling::Result<Args>, item: &Item) -> syn::Result<Self> {
+    /// `salvaged` is what the fallback may use when darling rejected the arguments.
+    pub(crate) fn new(
+        args: darling::Result<Args>,
+        salvaged: impl FnOnce() -> attrs::Salvaged,
+        item: &Item,
+    ) -> Result<Self, Invalid> {
         let mut errors = Errors::default();
         let ident = errors.take(check_item(item));
-        let args = args.map_err(|error| errors.push(error.into())).ok();
-        let pair = args.and_then(|args| errors.pair(args, ident));
+        let mut fallback = Fallback {
+            ident: ident.clone().filter(|_| is_plain_struct(item)),
+            ..Fallback::default()
+        };
+        let pair = match args {
+            Ok(args) => errors.pair(args, ident, &mut fallback),
+            Err(error) => {
+                errors.push(error.into());
+                let attrs::Salvaged {
+                    mapi,
+                    capi,
+                    owner,
+                    custom_hooks,
+                } = salvaged();
+                fallback = Fallback {
+                    mapi,
+                    capi,
+                    owner,
+                    custom_hooks,
+                    ..fallback
+                };
+                None
+            }
+        };
         match (pair, errors.0) {
             (Some(pair), None) => Ok(pair),
-            (_, Some(errors)) => Err(errors),
-            (None, None) => Err(syn::Error::new(Span::call_site(), EXPECTED_ITEM)),
+            (_, Some(errors)) => Err(Invalid {
+                errors,
+                fallback: Box::new(fallback),
+            }),
+            (None, None) => Err(Invalid {
+                errors: syn::Error::new(Span::call_site(), EXPECTED_ITEM),
+                fallback: Box::new(fallback),
+            }),
         }
     }
 }
 
+/// A struct the fallback impls can name as is: not generic.
+fn is_plain_struct(item: &Item) -> bool {
+    matches!(item, Item::Struct(item) if item.generics.params.is_empty() && item.generics.where_clause.is_none())
+}
+
 impl Errors {
     /// Checks every argument, recording each problem; the pair when all are fine.
-    fn pair(&mut self, args: Args, ident: Option<Ident>) -> Option<Pair> {
+    fn pair(&mut self, args: Args, ident: Option<Ident>, fallback: &mut Fallback) -> Option<Pair> {
+        fallback.custom_hooks = args.custom_hooks.is_some();
         let mapi = self.required(
             args.mapi,
             "mapi",
@@ -100,8 +163,13 @@ impl Errors {
             "capi",
             "the Cluster API kind, such as `capi = capi::Machine`",
         );
+        fallback.mapi.clone_from(&mapi);
+        fallback.capi.clone_from(&capi);
         let infra_ref = self.take_opt(args.infra_ref.map(|path| path.0));
         let capi_only = self.take_opt(args.capi_only.map(|policy| policy.0));
+        if let Some(Some(Policy::MirrorIfOwnerMirrored(owner))) = &capi_only {
+            fallback.owner = Some(owner.clone());
+        }
         let name = match self.take_opt(args.name.map(|name| name.0)) {
             Some(Some(lit)) => self.take(check_name(&lit)),
             Some(None) => ident.as_ref().map(|ident| kebab_case(&ident.to_string())),
@@ -229,8 +297,13 @@ mod tests {
 
     use super::*;
 
+    fn invalid(args: proc_macro2::TokenStream, item: Item) -> Result<Pair, Invalid> {
+        let salvaged = attrs::Salvaged::from_tokens(args.clone());
+        Pair::new(Args::parse(args), || salvaged, &item)
+    }
+
     fn pair(args: proc_macro2::TokenStream, item: Item) -> syn::Result<Pair> {
-        Pair::new(Args::parse(args), &item)
+        invalid(args, item).map_err(|invalid| invalid.errors)
     }
 
     fn errors(args: proc_macro2::TokenStream, item: Item) -> Vec<String> {
@@ -318,6 +391,51 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(errors[0].contains("not an enum"));
         assert!(errors[1].contains("Duplicate field `mapi`"));
+    }
+
+    #[test]
+    fn an_invalid_declaration_keeps_its_well_formed_parts_for_the_fallback() {
+        let item: Item = parse_quote!(
+            pub struct S;
+        );
+        let fallback = |args| match invalid(args, item.clone()) {
+            Ok(pair) => panic!("accepted: {pair:?}"),
+            Err(invalid) => invalid.fallback,
+        };
+        let text = |path: Option<Path>| path.map(|p| p.to_token_stream().to_string());
+        let shape = fallback(quote!(
+            mapi = m::A,
+            capi = "B",
+            capi_only = mirror_if_owner_mirrored(m::O),
+            name = "Bad"
+        ));
+        assert_eq!(shape.ident.map(|i| i.to_string()).as_deref(), Some("S"));
+        assert_eq!(text(shape.mapi).as_deref(), Some("m :: A"));
+        assert_eq!(shape.capi, None);
+        assert_eq!(text(shape.owner).as_deref(), Some("m :: O"));
+        assert!(!shape.custom_hooks);
+        // darling rejected the keys: the parts are salvaged from the tokens.
+        let keys = fallback(quote!(
+            mapi = m::A,
+            capi = m::B,
+            mapi = m::C,
+            infra_rf = x,
+            custom_hooks
+        ));
+        assert_eq!(text(keys.mapi).as_deref(), Some("m :: A"));
+        assert_eq!(text(keys.capi).as_deref(), Some("m :: B"));
+        assert!(keys.custom_hooks);
+        // A generic struct cannot be named by the fallback impls.
+        let generic = match invalid(
+            quote!(mapi = A, capi = B),
+            parse_quote!(
+                struct G<T>(T);
+            ),
+        ) {
+            Ok(pair) => panic!("accepted: {pair:?}"),
+            Err(invalid) => invalid.fallback,
+        };
+        assert!(generic.ident.is_none());
     }
 
     #[test]

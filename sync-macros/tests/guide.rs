@@ -1,16 +1,42 @@
-//! `ADDING_A_PAIR.md` shows, byte for byte, the trybuild pass case that proves it compiles.
+//! `ADDING_A_PAIR.md` shows, byte for byte, the crate `guide/` that the workspace builds
+//! and tests: its dependencies, its `src/lib.rs` and its `tests/decision_table.rs`.
+
+/// The code blocks of the guide fenced with ` ```lang `, in order.
+fn blocks<'a>(guide: &'a str, lang: &str) -> Vec<&'a str> {
+    let fence = format!("```{lang}\n");
+    guide
+        .split(fence.as_str())
+        .skip(1)
+        .filter_map(|rest| rest.split_once("```\n").map(|(code, _)| code))
+        .collect()
+}
+
+const GUIDE: &str = include_str!("../ADDING_A_PAIR.md");
 
 #[test]
-fn guide_code_is_the_pass_case() {
-    let guide = include_str!("../ADDING_A_PAIR.md");
-    let pass_case = include_str!("ui/pass/adding_a_pair.rs");
-    let code = guide
-        .split_once("```rust\n")
-        .and_then(|(_, rest)| rest.split_once("```\n"))
-        .map(|(code, _)| code);
+fn the_guide_shows_the_crate_it_tests() {
+    let rust = blocks(GUIDE, "rust");
     assert_eq!(
-        code,
-        Some(pass_case),
-        "the guide's code block and tests/ui/pass/adding_a_pair.rs differ: copy the pass case into the guide"
+        rust.first().copied(),
+        Some(include_str!("../guide/src/lib.rs")),
+        "the guide's first Rust block and guide/src/lib.rs differ: copy the file into the guide"
+    );
+    assert_eq!(
+        rust.get(1).copied(),
+        Some(include_str!("../guide/tests/decision_table.rs")),
+        "the guide's second Rust block and guide/tests/decision_table.rs differ: copy the file into the guide"
+    );
+}
+
+#[test]
+fn the_guide_lists_the_crates_dependencies() {
+    let manifest = include_str!("../guide/Cargo.toml");
+    let dependencies = manifest
+        .split_once("[dependencies]")
+        .map(|(_, rest)| format!("[dependencies]{rest}"));
+    assert_eq!(
+        blocks(GUIDE, "toml").first().map(|block| block.to_string()),
+        dependencies,
+        "the guide's dependencies and guide/Cargo.toml differ"
     );
 }

@@ -612,7 +612,7 @@ impl Drop for Controllers {
 
 /// `AuthoritativeApi` of a MAPI object's status, for assertions.
 pub fn status_authority(machine: &mapi::Machine) -> Option<AuthoritativeApi> {
-    machine.status.as_ref()?.authoritative_api.clone()
+    machine.status.as_ref()?.sync.authoritative_api.clone()
 }
 
 /// Installs a tracing subscriber once (RUST_LOG controls it), for debugging a test.

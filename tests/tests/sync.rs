@@ -11,7 +11,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use sync_core::api::{GroupKind, MACHINESET_LABEL, mapi};
 use sync_core::infra::WatchStatus;
-use sync_core::observe::Outcome;
+use sync_core::observe::{Outcome, SkipReason};
 use sync_core::testing::Hook;
 use sync_core::{Direction, Namespaces, SyncPair};
 
@@ -54,7 +54,7 @@ async fn reconciled(controllers: &Controllers, controller: &str, name: &str, out
     Ok(())
 }
 
-fn skipped(reason: &'static str) -> Outcome {
+fn skipped(reason: SkipReason) -> Outcome {
     Outcome::Skipped(reason)
 }
 
@@ -157,9 +157,21 @@ async fn s03_migrating_empty_and_unknown_authority_run_no_hook() -> TestResult {
     cluster.skew_crd("machines.machine.openshift.io").await?;
     cluster.create_mapi_machine("unknown", Some("Kubelet")).await?;
 
-    reconciled(&controllers, MACHINES, "migrating", skipped("migrating")).await?;
-    reconciled(&controllers, MACHINES, "empty", skipped("no_authority")).await?;
-    reconciled(&controllers, MACHINES, "unknown", skipped("unknown_authority")).await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "migrating",
+        skipped(SkipReason::Migrating),
+    )
+    .await?;
+    reconciled(&controllers, MACHINES, "empty", skipped(SkipReason::NoAuthority)).await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "unknown",
+        skipped(SkipReason::UnknownAuthority),
+    )
+    .await?;
     let note = cluster
         .wait_for_warning(&cluster.namespaces.mapi, "UnknownAuthoritativeAPI", "unknown")
         .await?;
@@ -183,7 +195,7 @@ async fn s04_capi_only_machine_set_runs_no_hook() -> TestResult {
         &controllers,
         MACHINE_SETS,
         "capi-only",
-        skipped("capi_only_ignored"),
+        skipped(SkipReason::CapiOnlyIgnored),
     )
     .await?;
     assert!(controllers.machine_sets.calls().is_empty());
@@ -226,7 +238,7 @@ async fn s06_capi_only_machine_syncs_once_its_machine_set_gets_a_mirror() -> Tes
         &controllers,
         MACHINES,
         "set-xyz",
-        skipped("capi_only_owner_not_mirrored"),
+        skipped(SkipReason::CapiOnlyOwnerNotMirrored),
     )
     .await?;
     assert!(controllers.machines.calls_for("set-xyz").is_empty());
@@ -254,7 +266,7 @@ async fn s07_capi_only_machine_without_owner_runs_no_hook() -> TestResult {
         &controllers,
         MACHINES,
         "orphan",
-        skipped("capi_only_owner_not_mirrored"),
+        skipped(SkipReason::CapiOnlyOwnerNotMirrored),
     )
     .await?;
     assert!(controllers.machines.calls().is_empty());
@@ -351,7 +363,7 @@ async fn s09_same_named_objects_in_other_namespaces_trigger_nothing() -> TestRes
         &controllers,
         MACHINES,
         "sentinel-capi",
-        skipped("capi_only_owner_not_mirrored"),
+        skipped(SkipReason::CapiOnlyOwnerNotMirrored),
     )
     .await?;
     let ghosts: Vec<_> = controllers
@@ -582,7 +594,7 @@ async fn s14_the_watch_stops_when_the_last_reference_goes_away() -> TestResult {
         .await?;
     // One reference is left ("a" is gone from the caches once it reconciled as absent):
     // the watch stays.
-    reconciled(&controllers, MACHINES, "a", skipped("nothing_to_do")).await?;
+    reconciled(&controllers, MACHINES, "a", skipped(SkipReason::NothingToDo)).await?;
     assert!(matches!(
         controllers.tracker.watches().get(&aws),
         Some(WatchStatus::Watching { .. })
@@ -625,7 +637,7 @@ async fn s15_dropped_and_expired_watches_lose_no_reconcile() -> TestResult {
             .create_capi_machine(name, (DEV, if name == "kept" { "infra" } else { name }), None)
             .await?;
     }
-    reconciled(&controllers, MACHINES, "flipped", skipped("migrating")).await?;
+    reconciled(&controllers, MACHINES, "flipped", skipped(SkipReason::Migrating)).await?;
     for name in ["kept", "capi-deleted"] {
         controllers
             .machines
@@ -733,7 +745,13 @@ async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() 
         .machines
         .wait_for(WAIT, |c| c.objects.name == "good" && c.objects.capi.is_some())
         .await?;
-    reconciled(&controllers, MACHINES, "listed-bad", skipped("malformed")).await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "listed-bad",
+        skipped(SkipReason::Malformed),
+    )
+    .await?;
     let note = cluster
         .wait_for_warning(&cluster.namespaces.capi, "MalformedObject", "listed-bad")
         .await?;
@@ -742,7 +760,13 @@ async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() 
     // ...one arrives by watch, and the rest keeps syncing.
     raw.create(&PostParams::default(), &malformed("watched-bad"))
         .await?;
-    reconciled(&controllers, MACHINES, "watched-bad", skipped("malformed")).await?;
+    reconciled(
+        &controllers,
+        MACHINES,
+        "watched-bad",
+        skipped(SkipReason::Malformed),
+    )
+    .await?;
     cluster.create_mapi_machine("after", Some("MachineAPI")).await?;
     controllers
         .machines

@@ -157,7 +157,7 @@ impl Observer for Metrics {
         }
         if let Outcome::Skipped(reason) = outcome {
             self.skipped
-                .get_or_create(&[("controller", controller), ("reason", reason)])
+                .get_or_create(&[("controller", controller), ("reason", reason.label())])
                 .inc();
         }
         self.durations
@@ -312,7 +312,7 @@ pub fn observer(metrics: &Arc<Metrics>) -> Arc<dyn Observer> {
 
 #[cfg(test)]
 mod tests {
-    use sync_core::Direction;
+    use sync_core::{Direction, SkipReason};
 
     use super::*;
 
@@ -333,7 +333,7 @@ mod tests {
         metrics.reconciled(
             "machine-set-sync",
             "d",
-            &Outcome::Skipped("migrating"),
+            &Outcome::Skipped(SkipReason::Migrating),
             Duration::ZERO,
         );
         metrics.set_leader(true);

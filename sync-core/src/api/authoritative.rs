@@ -84,8 +84,9 @@ impl JsonSchema for AuthoritativeApi {
     }
 }
 
-/// Schema of `status.authoritativeAPI`: the spec values plus `Migrating`.
-pub(crate) fn status_authoritative_api_schema(_: &mut SchemaGenerator) -> Schema {
+/// Schema of `status.authoritativeAPI`: the spec values plus `Migrating`, and the rule that
+/// authority changes only through `Migrating` (what [`super::SyncStatus`] uses).
+pub fn status_authoritative_api_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
         "enum": ["MachineAPI", "ClusterAPI", "Migrating"],
@@ -97,8 +98,8 @@ pub(crate) fn status_authoritative_api_schema(_: &mut SchemaGenerator) -> Schema
     })
 }
 
-/// Schema of `status.synchronizedAPI`.
-pub(crate) fn synchronized_api_schema(_: &mut SchemaGenerator) -> Schema {
+/// Schema of `status.synchronizedAPI`: `MachineAPI` or `ClusterAPI`.
+pub fn synchronized_api_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
         "enum": ["MachineAPI", "ClusterAPI"],

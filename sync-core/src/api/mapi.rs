@@ -13,9 +13,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReferen
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use super::authoritative::{AuthoritativeApi, status_authoritative_api_schema, synchronized_api_schema};
+use super::authoritative::AuthoritativeApi;
 use super::raw::RawObject;
 use super::schema::{int64, string_enum};
+pub use super::sync_status::Condition;
+use super::sync_status::{MapiStatus, SyncStatus};
 
 /// The Machine API group.
 pub const GROUP: &str = "machine.openshift.io";
@@ -73,7 +75,6 @@ pub struct MachineSpec {
 /// Observed state of a Machine API Machine.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.authoritativeAPI) || !has(oldSelf.authoritativeAPI)").message("authoritativeAPI is required once set"))]
 pub struct MachineStatus {
     /// The Node this machine became.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,21 +100,9 @@ pub struct MachineStatus {
     /// Lifecycle phase (`Provisioning`, `Running`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// Conditions of the machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<Condition>>,
-    /// The API that currently drives this machine: selects the sync direction.
-    #[serde(default, rename = "authoritativeAPI", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "status_authoritative_api_schema")]
-    pub authoritative_api: Option<AuthoritativeApi>,
-    /// The API the last synchronization was made from.
-    #[serde(default, rename = "synchronizedAPI", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "synchronized_api_schema")]
-    pub synchronized_api: Option<AuthoritativeApi>,
-    /// The generation of the authoritative object last synchronized.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "int64")]
-    pub synchronized_generation: Option<i64>,
+    /// `authoritativeAPI`, `synchronizedAPI`, `synchronizedGeneration`, `conditions`.
+    #[serde(flatten)]
+    pub sync: SyncStatus,
 }
 
 /// Desired state of a Machine API MachineSet.
@@ -170,7 +159,6 @@ pub struct MachineSetSpec {
 /// Observed state of a Machine API MachineSet.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = kube::core::Rule::new("has(self.authoritativeAPI) || !has(oldSelf.authoritativeAPI)").message("authoritativeAPI is required once set"))]
 pub struct MachineSetStatus {
     /// Machines the set currently has.
     #[serde(default)]
@@ -197,21 +185,9 @@ pub struct MachineSetStatus {
     /// The selector in string form, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
-    /// Conditions of the set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<Condition>>,
-    /// The API that currently drives this set: selects the sync direction.
-    #[serde(default, rename = "authoritativeAPI", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "status_authoritative_api_schema")]
-    pub authoritative_api: Option<AuthoritativeApi>,
-    /// The API the last synchronization was made from.
-    #[serde(default, rename = "synchronizedAPI", skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "synchronized_api_schema")]
-    pub synchronized_api: Option<AuthoritativeApi>,
-    /// The generation of the authoritative object last synchronized.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "int64")]
-    pub synchronized_generation: Option<i64>,
+    /// `authoritativeAPI`, `synchronizedAPI`, `synchronizedGeneration`, `conditions`.
+    #[serde(flatten)]
+    pub sync: SyncStatus,
 }
 
 /// The Machine API's own metadata subset, used inside specs and templates.
@@ -297,27 +273,22 @@ pub struct LastOperation {
     pub type_: Option<String>,
 }
 
-/// A Machine API condition (it has a severity, unlike `metav1.Condition`).
-#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// Condition type.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// `Error`, `Warning`, `Info` or empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub severity: Option<String>,
-    /// When the status last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    /// Machine-readable reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Human-readable message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+impl MapiStatus for MachineStatus {
+    fn sync_status(&self) -> &SyncStatus {
+        &self.sync
+    }
+    fn sync_status_mut(&mut self) -> &mut SyncStatus {
+        &mut self.sync
+    }
+}
+
+impl MapiStatus for MachineSetStatus {
+    fn sync_status(&self) -> &SyncStatus {
+        &self.sync
+    }
+    fn sync_status_mut(&mut self) -> &mut SyncStatus {
+        &mut self.sync
+    }
 }
 
 fn delete_policy_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -9,10 +9,12 @@ pub mod infra_ref;
 pub mod mapi;
 pub mod raw;
 mod schema;
+pub mod sync_status;
 
 pub use authoritative::AuthoritativeApi;
 pub use infra_ref::{AsInfraRef, ContractVersionedObjectReference, GroupKind, InfraRef, MalformedRef};
 pub use raw::RawObject;
+pub use sync_status::{MapiStatus, SyncStatus};
 
 /// The label on infrastructure machine templates naming the MachineSet they serve.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";

@@ -1,4 +1,4 @@
-//! Which names an infrastructure object's change reconciles (DESIGN.md §3).
+//! Which names an infrastructure object's change reconciles (`docs/design.md` §4).
 //!
 //! * InfraMachine → the CAPI Machine that owns it (ownerReference kind `Machine` in the
 //!   Cluster API group), or the CAPI Machines that reference it;

@@ -4,6 +4,8 @@ impl ::sync_core::SyncPair for MachineSync {
     type OwnerMirror = mapi::MachineSet;
     const NAME: &'static str = "machine-sync";
     const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::MirrorIfOwnerMirrored;
+    const INFRA_REF: ::core::option::Option<&'static str> =
+        ::core::option::Option::Some("spec.infrastructure_ref");
     fn infra_ref(
         capi: &capi::Machine,
     ) -> ::core::result::Result<

@@ -15,8 +15,8 @@
 //! 6. **envtest**'s own figures (`envtest::bench`).
 //!
 //! And a correctness check at scale, **watch restart** ([`scenarios::restart`]): updates
-//! made while the watches are down must reach a hook after the relist (DESIGN.md §3's "no
-//! event is lost").
+//! made while the watches are down must reach a hook after the relist (`docs/design.md` §4's
+//! "no event is lost").
 //!
 //! The implementations run in-process on a tokio runtime of their own, apart from the
 //! envtest's, so their CPU time is measured too. Nothing here asserts on time: the suite

@@ -396,7 +396,7 @@ pub struct Restart {
 /// (every re-watch answered 503), updates `updates` distinct MAPI Machines, and lets the
 /// watches back with the history expired (410 on re-watch, so a relist) and a 10 ms delay
 /// on every request (a remote API server's list pages); then waits for a hook call that
-/// saw each update. DESIGN.md §3: "Watch restarts and 410 Expired are handled by
+/// saw each update. `docs/design.md` §4: "Watch restarts and 410 Expired are handled by
 /// relisting; no event is lost."
 pub async fn restart(
     env: &TestEnv,

@@ -239,7 +239,7 @@ pub async fn run<H: Hooks<mapi::Machine, capi::Machine>>(
     watches.shutdown().await;
 }
 
-/// One reconcile: the dual fetch, then DESIGN.md §3's decision table.
+/// One reconcile: the dual fetch, then `docs/design.md` §3's decision table.
 async fn reconcile<H: Hooks<mapi::Machine, capi::Machine>>(
     context: &Context,
     hooks: &H,
@@ -295,7 +295,10 @@ async fn decide<H: Hooks<mapi::Machine, capi::Machine>>(
             }
         }
         (Some(mapi), _) => {
-            let authority = mapi.status.as_ref().and_then(|s| s.authoritative_api.as_ref());
+            let authority = mapi
+                .status
+                .as_ref()
+                .and_then(|s| s.sync.authoritative_api.as_ref());
             let direction = match authority {
                 Some(AuthoritativeApi::MachineApi) => Direction::MapiToCapi,
                 Some(AuthoritativeApi::ClusterApi) => Direction::CapiToMapi,

@@ -196,7 +196,7 @@ async fn reconcile<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
     decide(context, hooks, name).instrument(span).await
 }
 
-/// The dual fetch, then DESIGN.md §3's decision table (CAPI-only MachineSets are ignored).
+/// The dual fetch, then `docs/design.md` §3's decision table (CAPI-only MachineSets are ignored).
 async fn decide<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
     context: &Context,
     hooks: &H,
@@ -230,7 +230,10 @@ async fn decide<H: Hooks<mapi::MachineSet, capi::MachineSet>>(
             _ => Ok(()),
         };
     };
-    let authority = mapi.status.as_ref().and_then(|s| s.authoritative_api.as_ref());
+    let authority = mapi
+        .status
+        .as_ref()
+        .and_then(|s| s.sync.authoritative_api.as_ref());
     let direction = match authority {
         Some(AuthoritativeApi::MachineApi) => Direction::MapiToCapi,
         Some(AuthoritativeApi::ClusterApi) => Direction::CapiToMapi,

@@ -21,7 +21,7 @@
 //!   to its store first and then sends the names it concerns; kube-runtime's `scheduler`
 //!   deduplicates them and holds a name while it is being reconciled; up to `concurrency`
 //!   names run at once ([`queue`]).
-//! * **Reconcile**: the dual fetch from the stores and DESIGN.md §3's decision table,
+//! * **Reconcile**: the dual fetch from the stores and `docs/design.md` §3's decision table,
 //!   written out in each controller.
 //!
 //! Unlike sync-core, objects are decoded the plain typed way: one object that does not

@@ -1,4 +1,4 @@
-//! The hand-written controllers against envtest: the DESIGN.md §3 behaviours the benchmark
+//! The hand-written controllers against envtest: the `docs/design.md` §3–§4 behaviours the benchmark
 //! relies on (which hook runs, with which objects, on which trigger), so that the
 //! comparison is between equivalent controllers.
 

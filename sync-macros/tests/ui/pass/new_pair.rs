@@ -2,13 +2,11 @@
 //! infrastructure reference, and a name override.
 use sync_macros::sync_controller;
 
-/// The MAPI side: any `CustomResource` that says which API is authoritative.
+/// The MAPI side: any `CustomResource` whose status is (or embeds) the sync-status block.
 mod mapi {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
-    use sync_core::MapiObject;
-    use sync_core::api::AuthoritativeApi;
 
     /// Desired state of a MAPI Gizmo.
     #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -17,23 +15,10 @@ mod mapi {
         version = "v1beta1",
         kind = "Gizmo",
         namespaced,
-        status = "GizmoStatus"
+        status = "sync_core::api::SyncStatus"
     )]
     pub struct GizmoSpec {
         pub size: u32,
-    }
-
-    /// Observed state of a MAPI Gizmo.
-    #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
-    #[serde(rename_all = "camelCase")]
-    pub struct GizmoStatus {
-        pub authoritative_api: Option<AuthoritativeApi>,
-    }
-
-    impl MapiObject for Gizmo {
-        fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
-            self.status.as_ref()?.authoritative_api.as_ref()
-        }
     }
 }
 
@@ -70,9 +55,21 @@ pub struct GizmoSync;
 fn main() {
     use k8s_openapi::api::core::v1::ObjectReference;
     use sync_core::api::{InfraRef, MalformedRef};
-    use sync_core::{CapiOnly, SyncPair};
+    use sync_core::api::{AuthoritativeApi, SyncStatus};
+    use sync_core::{CapiOnly, MapiObject, SyncPair};
 
     assert_eq!(GizmoSync::NAME, "gizmos");
+
+    // The MAPI kind is a `MapiObject` with no code: its status is the sync-status block,
+    // whose wire name is `authoritativeAPI`.
+    let mut mapi = mapi::Gizmo::new("g", mapi::GizmoSpec { size: 1 });
+    mapi.status = Some(SyncStatus {
+        authoritative_api: Some(AuthoritativeApi::Migrating),
+        ..SyncStatus::default()
+    });
+    assert_eq!(mapi.authoritative_api(), Some(&AuthoritativeApi::Migrating));
+    let wire = serde_json::to_value(&mapi).unwrap_or_default();
+    assert_eq!(wire["status"]["authoritativeAPI"], "Migrating");
     assert_eq!(GizmoSync::CAPI_ONLY, CapiOnly::Ignore);
 
     let mut gizmo = capi::Gizmo::new("g", capi::GizmoSpec::default());

@@ -1,13 +1,12 @@
 //! A MachineHealthCheck pair: the example of sync-macros/ADDING_A_PAIR.md.
 use sync_macros::sync_controller;
 
-/// Step 1: the Machine API kind, with `status.authoritativeAPI`.
+/// Step 1: the Machine API kind, whose status embeds the sync-status block.
 pub mod mapi {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
-    use sync_core::MapiObject;
-    use sync_core::api::AuthoritativeApi;
+    use sync_core::api::{MapiStatus, SyncStatus};
 
     /// Desired state of a Machine API MachineHealthCheck.
     #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -28,14 +27,21 @@ pub mod mapi {
     #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
     #[serde(rename_all = "camelCase")]
     pub struct MachineHealthCheckStatus {
-        /// Which API is authoritative.
-        pub authoritative_api: Option<AuthoritativeApi>,
+        /// Machines the check counts as healthy.
+        pub current_healthy: Option<i32>,
+        /// `authoritativeAPI` (which picks the sync direction), `synchronizedAPI`,
+        /// `synchronizedGeneration` and `conditions`, with their wire names and rules.
+        #[serde(flatten)]
+        pub sync: SyncStatus,
     }
 
-    // Step 2: tell the engine where the authoritative API is.
-    impl MapiObject for MachineHealthCheck {
-        fn authoritative_api(&self) -> Option<&AuthoritativeApi> {
-            self.status.as_ref()?.authoritative_api.as_ref()
+    // Step 2: say where the block is; the kind is then a `sync_core::MapiObject`.
+    impl MapiStatus for MachineHealthCheckStatus {
+        fn sync_status(&self) -> &SyncStatus {
+            &self.sync
+        }
+        fn sync_status_mut(&mut self) -> &mut SyncStatus {
+            &mut self.sync
         }
     }
 }
@@ -65,10 +71,3 @@ pub mod capi {
 /// Mirrors Machine API and Cluster API MachineHealthChecks.
 #[sync_controller(mapi = mapi::MachineHealthCheck, capi = capi::MachineHealthCheck)]
 pub struct MachineHealthCheckSync;
-
-fn main() {
-    use sync_core::{CapiOnly, SyncPair};
-
-    assert_eq!(MachineHealthCheckSync::NAME, "machine-health-check-sync");
-    assert_eq!(MachineHealthCheckSync::CAPI_ONLY, CapiOnly::Ignore);
-}
