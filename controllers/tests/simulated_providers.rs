@@ -18,7 +18,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::Namespaces;
 use sync_core::api::{capi, mapi};
-use sync_core::envtest::TestEnv;
+use envtest::TestEnv;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 

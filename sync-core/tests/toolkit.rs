@@ -438,6 +438,7 @@ impl sync_core::SyncPair for Pair {
     type OwnerMirror = sync_core::NoOwner;
     const NAME: &'static str = "machine-sync";
     const CAPI_ONLY: sync_core::CapiOnly = sync_core::CapiOnly::Ignore;
+    const INFRA_REF: Option<&'static str> = None;
     fn infra_ref(
         _: &capi::Machine,
     ) -> Result<Option<sync_core::api::InfraRef>, sync_core::api::MalformedRef> {
