@@ -149,6 +149,45 @@ async fn apply(client: &Client, object: &Value) {
     }
 }
 
+/// An envtest with the CRDs, the namespaces, the operator's ServiceAccount and the samples.
+async fn env_with_samples() -> TestEnv {
+    let deploy = deploy_dir();
+    let env = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(deploy.join("examples/crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .namespace(SA_NS)
+        .service_account(SA_NS, SA)
+        .start()
+        .await;
+    let env = match env {
+        Ok(env) => env,
+        Err(error) => panic!("envtest: {error}"),
+    };
+    if let Err(error) = load_samples(&env.client(), &deploy.join("examples"), &|ns| ns.to_owned()).await {
+        panic!("samples: {error}");
+    }
+    env
+}
+
+/// The operator's settings in these scenarios.
+fn settings(leader_election: Option<LeaseSettings>) -> Settings {
+    Settings {
+        namespaces: Namespaces {
+            mapi: MAPI_NS.into(),
+            capi: CAPI_NS.into(),
+        },
+        concurrency: 2,
+        replica: "rbac-test".into(),
+        leader_election,
+        metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        probe_address: None,
+        // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
+        shutdown_grace: Duration::from_secs(10),
+    }
+}
+
 /// What the scenario saw.
 struct Run {
     denials: Vec<String>,
@@ -166,24 +205,8 @@ struct Run {
 /// in the CAPI namespace (an unresolvable infrastructure kind, referenced twice), the
 /// Lease created, renewed and released. Stops early at the first denial when `until_denied`.
 async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
-    let deploy = deploy_dir();
-    let env = TestEnv::builder()
-        .crd_dir(deploy.join("crds"))
-        .crd_dir(deploy.join("examples/crds"))
-        .namespace(MAPI_NS)
-        .namespace(CAPI_NS)
-        .namespace(SA_NS)
-        .service_account(SA_NS, SA)
-        .start()
-        .await;
-    let env = match env {
-        Ok(env) => env,
-        Err(error) => panic!("envtest: {error}"),
-    };
+    let env = env_with_samples().await;
     let admin = env.client();
-    if let Err(error) = load_samples(&admin, &deploy.join("examples"), &|ns| ns.to_owned()).await {
-        panic!("samples: {error}");
-    }
     let extra = [
         json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
                "metadata": {"name": "unknown-authority", "namespace": MAPI_NS}, "spec": {}}),
@@ -245,26 +268,14 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         Ok(client) => client,
         Err(error) => panic!("{error}"),
     };
-    let settings = Settings {
-        namespaces: Namespaces {
-            mapi: MAPI_NS.into(),
-            capi: CAPI_NS.into(),
-        },
-        concurrency: 2,
-        replica: "rbac-test".into(),
-        leader_election: Some(LeaseSettings {
-            namespace: SA_NS.into(),
-            name: DEFAULT_LEASE_NAME.into(),
-            identity: identity("rbac-test"),
-            lease_duration: Duration::from_secs(4),
-            renew_deadline: Duration::from_secs(3),
-            retry_period: Duration::from_millis(300),
-        }),
-        metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        probe_address: None,
-        // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
-        shutdown_grace: Duration::from_secs(10),
-    };
+    let settings = settings(Some(LeaseSettings {
+        namespace: SA_NS.into(),
+        name: DEFAULT_LEASE_NAME.into(),
+        identity: identity("rbac-test"),
+        lease_duration: Duration::from_secs(4),
+        renew_deadline: Duration::from_secs(3),
+        retry_period: Duration::from_millis(300),
+    }));
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
         Err(error) => panic!("starting the operator: {error}"),
@@ -467,24 +478,8 @@ async fn an_unsupported_platform_is_reported_and_left_alone() {
 /// Runs the operator as its ServiceAccount under `rbac` on a GCP cluster with the samples
 /// until the Event and the metric say the platform is unsupported (or a denial).
 async fn unsupported_platform(rbac: &[Value]) -> Run {
-    let deploy = deploy_dir();
-    let env = TestEnv::builder()
-        .crd_dir(deploy.join("crds"))
-        .crd_dir(deploy.join("examples/crds"))
-        .namespace(MAPI_NS)
-        .namespace(CAPI_NS)
-        .namespace(SA_NS)
-        .service_account(SA_NS, SA)
-        .start()
-        .await;
-    let env = match env {
-        Ok(env) => env,
-        Err(error) => panic!("envtest: {error}"),
-    };
+    let env = env_with_samples().await;
     let admin = env.client();
-    if let Err(error) = load_samples(&admin, &deploy.join("examples"), &|ns| ns.to_owned()).await {
-        panic!("samples: {error}");
-    }
     let infrastructures: Api<sync_core::api::Infrastructure> = Api::all(admin.clone());
     let gcp =
         Patch::Merge(json!({"status": {"platform": "GCP", "platformStatus": {"type": "GCP", "aws": null}}}));
@@ -501,19 +496,7 @@ async fn unsupported_platform(rbac: &[Value]) -> Run {
         Ok(client) => client,
         Err(error) => panic!("{error}"),
     };
-    let settings = Settings {
-        namespaces: Namespaces {
-            mapi: MAPI_NS.into(),
-            capi: CAPI_NS.into(),
-        },
-        concurrency: 2,
-        replica: "rbac-test".into(),
-        leader_election: None,
-        metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        probe_address: None,
-        // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
-        shutdown_grace: Duration::from_secs(10),
-    };
+    let settings = settings(None);
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
         Err(error) => panic!("starting the operator: {error}"),
