@@ -723,6 +723,7 @@ impl Ctx<'_> {
             dry_run: self.dry_run,
             ..DeleteOptions::default()
         };
+        let mut decoded = None;
         if !body.is_empty() {
             let value: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
@@ -732,7 +733,9 @@ impl Ctx<'_> {
             if let Some(dry) = value["dryRun"].as_array() {
                 options.dry_run |= dry.iter().any(|d| d == "All");
             }
+            decoded = Some(value);
         }
+        options.cascade = super::deletion::Cascade::parse(decoded.as_ref(), self.params)?;
         Ok(options)
     }
 
@@ -744,10 +747,7 @@ impl Ctx<'_> {
             .write(|state| objects::delete(state, self.info, &self.namespace, &self.name, &options))?;
         if !gone {
             // kube-apiserver answers 202 only when orphanDependents=false was asked for.
-            let orphan = |v: Option<&Value>| v.is_some_and(|v| v == false || v == "false");
-            let body: Option<Value> = serde_json::from_slice(body).ok();
-            let accepted = orphan(body.as_ref().and_then(|b| b.get("orphanDependents")))
-                || orphan(self.params.get("orphanDependents").map(|v| json!(v)).as_ref());
+            let accepted = options.cascade.orphan_dependents == Some(false);
             return self.respond(if accepted { 202 } else { 200 }, &object);
         }
         // Custom resources answer the deleted object, namespaces their last state.

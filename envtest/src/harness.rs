@@ -69,6 +69,7 @@ pub struct TestEnvBuilder {
     users: Vec<User>,
     bookmark_interval: Duration,
     port: u16,
+    garbage_collection: bool,
     deferred_error: Option<String>,
 }
 
@@ -83,6 +84,7 @@ impl Default for TestEnvBuilder {
             users: Vec::new(),
             bookmark_interval: Duration::from_secs(60),
             port: 0,
+            garbage_collection: true,
             deferred_error: None,
         }
     }
@@ -167,6 +169,14 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Runs the garbage collector (the default), as kube-controller-manager does beside
+    /// kube-apiserver; `false` for a test that wants owner references left alone (DELETE
+    /// then ignores `propagationPolicy`, as kube-apiserver without garbage collection).
+    pub fn garbage_collection(mut self, enabled: bool) -> Self {
+        self.garbage_collection = enabled;
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
@@ -198,7 +208,13 @@ impl TestEnvBuilder {
             crds.extend(read_crd_dir(dir)?);
         }
         crds.extend(self.crds);
+        shared
+            .store
+            .write(|state| state.garbage_collection = self.garbage_collection);
         seed(&shared.store, &crds, &self.namespaces, self.objects)?;
+        let collector = self
+            .garbage_collection
+            .then(|| super::gc::spawn(shared.store.clone()));
         let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone())?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;
@@ -210,6 +226,7 @@ impl TestEnvBuilder {
             users,
             client,
             listener: Some(server),
+            collector,
             kubeconfig_file: OnceLock::new(),
         })
     }
@@ -352,6 +369,7 @@ pub struct TestEnv {
     users: Vec<User>,
     client: kube::Client,
     listener: Option<Listener>,
+    collector: Option<tokio::task::JoinHandle<()>>,
     kubeconfig_file: OnceLock<(PathBuf, PathBuf)>,
 }
 
@@ -539,6 +557,9 @@ impl Drop for TestEnv {
         self.shared.shutdown.send_modify(|n| *n += 1);
         if let Some(listener) = self.listener.take() {
             listener.abort();
+        }
+        if let Some(collector) = self.collector.take() {
+            collector.abort();
         }
         if let Some((dir, _)) = self.kubeconfig_file.get() {
             let _ = std::fs::remove_dir_all(dir);

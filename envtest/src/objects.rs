@@ -36,6 +36,9 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun: [All]`.
     pub dry_run: bool,
+    /// `propagationPolicy` / `orphanDependents`: what the garbage collector does with the
+    /// dependents.
+    pub cascade: super::deletion::Cascade,
 }
 
 /// The current time as a Kubernetes timestamp.
@@ -619,25 +622,51 @@ pub fn delete(
             ));
         }
     }
-    if options.dry_run {
-        return Ok((old.clone(), finalizers(&old).is_empty()));
-    }
     if key == NAMESPACE_KEY {
+        if options.dry_run {
+            return Ok((old.clone(), finalizers(&old).is_empty()));
+        }
         return delete_namespace(state, name, old);
     }
-    if !finalizers(&old).is_empty() {
-        if meta_str(&old, "deletionTimestamp").is_some() {
-            return Ok((old, false));
-        }
+    // The collector's finalizers as the options ask (only while it runs, as kube-apiserver
+    // with `EnableGarbageCollection` off), then: pending finalizers keep the object.
+    let current = finalizers(&old);
+    let wanted = if state.garbage_collection {
+        options.cascade.finalizers(&current)
+    } else {
+        None
+    };
+    let pending = wanted.as_ref().unwrap_or(&current);
+    if !pending.is_empty() {
         let mut new = old.as_ref().clone();
         let meta = meta_mut(&mut new)?;
-        meta.insert("deletionTimestamp".into(), json!(now()));
+        if let Some(wanted) = &wanted {
+            meta.insert("finalizers".into(), json!(wanted));
+        }
+        if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
+            // As kube-apiserver's markAsDeleting: the first DELETE bumps the generation.
+            if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+                && generation > 0
+            {
+                meta.insert("generation".into(), json!(generation + 1));
+            }
+            meta.insert("deletionTimestamp".into(), json!(now()));
+        }
         meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        if new == *old {
+            return Ok((old, false));
+        }
+        if options.dry_run {
+            return Ok((Arc::new(new), false));
+        }
         let stored = state.put(&key, namespace, name, new, EventType::Modified);
         if key == CRD_KEY {
             rebuild_registry(state);
         }
         return Ok((stored, false));
+    }
+    if options.dry_run {
+        return Ok((old, true));
     }
     let stored = state.put(&key, namespace, name, old.as_ref().clone(), EventType::Deleted);
     if key == CRD_KEY {

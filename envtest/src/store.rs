@@ -67,6 +67,9 @@ pub struct State {
     pub window: usize,
     /// The served resources.
     pub registry: Arc<Registry>,
+    /// Whether the garbage collector runs: DELETE then honours `propagationPolicy` with the
+    /// `orphan` / `foregroundDeletion` finalizers.
+    pub garbage_collection: bool,
 }
 
 impl State {
@@ -160,6 +163,7 @@ impl Store {
             compacted: 1,
             window: window.max(1),
             registry: Arc::new(Registry::build([])),
+            garbage_collection: true,
         };
         Self {
             state: Mutex::new(state),
