@@ -195,6 +195,11 @@ where
         },
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
+    super::subresources::check_served(
+        &info,
+        path.subresource.as_deref(),
+        path.name.as_deref().unwrap_or_default(),
+    )?;
     let body = read_body(request.into_body()).await?;
     let dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
@@ -243,6 +248,9 @@ where
     };
     if verb == "list" {
         return ctx.list().await;
+    }
+    if verb == "get" {
+        ctx.wait_for_get().await?;
     }
     let field_validation =
         super::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
@@ -583,6 +591,21 @@ impl Ctx<'_> {
         ))
     }
 
+    /// A GET at a resourceVersion the store has not reached waits for it, as kube's watch
+    /// cache does (then 504 "Too large resource version").
+    async fn wait_for_get(&self) -> ApiResult<()> {
+        let wanted = match self.params.get("resourceVersion").map(String::as_str) {
+            None | Some("" | "0") => return Ok(()),
+            Some(rv) => rv
+                .parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        };
+        if wanted > self.shared.store.read().rv {
+            self.wait_for(wanted).await?;
+        }
+        Ok(())
+    }
+
     async fn wait_for(&self, wanted: u64) -> ApiResult<()> {
         let mut rx = self.shared.store.subscribe();
         let wait = rx.wait_for(|rv| *rv >= wanted);
@@ -637,6 +660,20 @@ impl Ctx<'_> {
         let key = self.key();
         let stored = self.shared.store.write(|state| {
             if let Some(live) = state.get(&key, &self.namespace, &self.name).cloned() {
+                // A uid in the body is a precondition (kube's defaultUpdatedObjectInfo).
+                let actual = live["metadata"]["uid"].as_str().unwrap_or_default();
+                if let Some(uid) = object["metadata"]["uid"].as_str().filter(|u| !u.is_empty())
+                    && uid != actual
+                {
+                    return Err(ApiError::conflict(
+                        &self.info.group,
+                        &self.info.plural,
+                        &self.name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                        ),
+                    ));
+                }
                 let live = objects::present(self.info, &live);
                 apply::track_update(state, self.info, endpoint, Some(&live), &mut object, &manager);
             }

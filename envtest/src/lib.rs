@@ -93,6 +93,7 @@ pub mod server;
 pub mod smp;
 pub mod snapshot;
 pub mod store;
+pub mod subresources;
 pub mod table;
 pub mod tls;
 pub mod validation;

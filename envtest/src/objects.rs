@@ -237,9 +237,15 @@ pub fn create(
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
     if meta_str(&object, "resourceVersion").is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
+        // kube's storage refuses it with a plain error, which the server answers as 500.
+        const SET: &str = "resourceVersion should not be set on objects to be created";
+        let mut error = ApiError::internal(SET);
+        error.details.causes.push(super::errors::Cause {
+            reason: String::new(),
+            message: SET.into(),
+            field: String::new(),
+        });
+        return Err(error);
     }
     check_namespace_exists(state, info, namespace, true)?;
     if state.get(&key, namespace, &name).is_some() {
@@ -272,6 +278,10 @@ pub fn create(
         prepare_crd(state, &mut object, &name, None)?;
     }
     admission::admit(info, &mut object, None, false)?;
+    let causes = super::subresources::validate_scale(info, &object, Endpoint::Main);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, &name, causes));
+    }
     admission::to_storage(info, &mut object);
     if dry_run {
         return Ok(Arc::new(object));
@@ -550,6 +560,10 @@ pub fn update(
         Some(current.as_ref()),
         endpoint == Endpoint::Status,
     )?;
+    let causes = super::subresources::validate_scale(info, &new, endpoint);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, name, causes));
+    }
     admission::to_storage(info, &mut new);
     if new == *old {
         // A no-op update does not bump the resourceVersion, as in kube-apiserver.
