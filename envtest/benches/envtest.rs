@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use envtest::bench::{self, Sizes};
+use envtest::harness::bench::{self, Sizes};
 
 fn main() -> ExitCode {
     let mut quick = false;

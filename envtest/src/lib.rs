@@ -15,17 +15,33 @@
 //! # let _ = (client, kubeconfig); Ok(()) }
 //! ```
 //!
-//! The request path (see [`handler`]): authenticate (bearer token, 401) → route → resolve
-//! the resource in the [`resources::Registry`] → fault injection → [`auth::authorize`]
-//! (kube-apiserver's RBAC authorizer over the stored roles and bindings; `system:masters` bypasses it) → verb →
-//! [`objects`] semantics under the store lock → [`admission::admit`] (the hook for schema
-//! validation, defaulting and pruning) → [`store`] write and watch fan-out ([`watch`]).
+//! # Layers
+//!
+//! Each folder of `src/` is one layer. A request goes down them: the handler at the top
+//! calls the layers below it, and a layer may use the layers below it, never one above
+//! (`tests/layers.rs` fails on a `crate::`/`super::` path that goes up). Top first:
+//!
+//! | layer | what it does |
+//! |---|---|
+//! | [`harness`] | `TestEnv` and its builder, kubeconfigs, the benchmark: what a test holds |
+//! | [`controllers`] | what runs beside the server, as kube-controller-manager does: the garbage collector ([`controllers::gc`]), writing through [`objects`] |
+//! | [`http`] | TLS listener and the [`http::handler`]: authenticate (bearer token, 401), route, resolve the resource, inject faults, authorize, dispatch the verb |
+//! | [`api`] | what the verbs answer besides objects: watch streams, OpenAPI documents, Tables and metadata-only views, responses, fault injection, the server state ([`api::Shared`]) |
+//! | [`auth`] | users and tokens, kube-apiserver's RBAC authorizer over the stored roles and bindings (`system:masters` bypasses it) |
+//! | [`patch`] | merge, JSON, strategic merge patch, server-side apply with managedFields |
+//! | [`objects`] | object semantics under the store lock: uid, resourceVersion, generation, finalizers, deletion and its propagation options, subresources, namespaces, CRD lifecycle; built-in kinds' decoding and defaults |
+//! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]) |
+//! | [`storage`] | the store, its event history and snapshots, the serialized JSON of stored objects |
+//! | [`resources`] | the served resources ([`resources::Registry`]), CRD versions, the kinds' OpenAPI definitions, built-in kinds' protobuf |
+//! | [`schema`] | structural schemas compiled per CRD version, and CEL rules |
+//! | [`meta`] | `Status` errors, name validation, label and field selectors |
 //!
 //! Request bodies may be JSON, YAML or, for the built-in kinds, Kubernetes protobuf
-//! ([`protobuf`]: client-go's typed clients, and so `kubectl create configmap|secret|…`,
-//! send nothing else); responses are JSON, which every client that accepts protobuf also
-//! accepts. Stored objects keep their serialized JSON ([`encode`]), so a list is a
-//! concatenation and a watch event is serialized once for all watchers.
+//! ([`resources::protobuf`]: client-go's typed clients, and so `kubectl create
+//! configmap|secret|…`, send nothing else); responses are JSON, which every client that
+//! accepts protobuf also accepts. Stored objects keep their serialized JSON
+//! ([`storage::encode`]), so a list is a concatenation and a watch event is serialized once
+//! for all watchers.
 //!
 //! # Running the same tests against a real cluster
 //!
@@ -46,8 +62,8 @@
 //!   Protobuf request bodies are decoded for the built-in kinds served here only.
 //! * Built-in kinds get kube-apiserver's decoding (unknown fields, types, base64) and a few
 //!   defaults (`Secret.type`, `stringData`, namespace `spec.finalizers`/phase/label), not
-//!   every registry strategy; no controllers run, so new namespaces get no
-//!   `kube-root-ca.crt` ConfigMap and no `default` ServiceAccount.
+//!   every registry strategy; the garbage collector is the only controller that runs, so
+//!   new namespaces get no `kube-root-ca.crt` ConfigMap and no `default` ServiceAccount.
 //! * The namespace controller's work is done within the DELETE (content removed, finalizer
 //!   `kubernetes` dropped once empty); it sets no `NamespaceContentRemaining`-style
 //!   conditions, and the `/finalize` subresource is not served.
@@ -64,44 +80,22 @@
 //!
 //! `cargo bench -p envtest --bench envtest -- [--quick] [FILE]`
 //! measures start to ready, 10k creates, write-to-watch latency and 10k-object lists
-//! (see [`mod@bench`]).
+//! (see [`harness::bench`]).
 
 pub mod admission;
-pub mod apply;
+pub mod api;
 pub mod auth;
-pub mod bench;
-pub mod builtin;
-pub mod cel;
-pub mod deletion;
-pub mod encode;
-pub mod errors;
-pub mod faults;
-pub mod gc;
-pub mod handler;
+pub mod controllers;
 pub mod harness;
-pub mod kubeconfig;
+pub mod http;
+pub mod meta;
 pub mod objects;
-pub mod openapi;
 pub mod patch;
-pub mod protobuf;
-pub mod rbac;
-pub mod request;
 pub mod resources;
 pub mod schema;
-pub mod selectors;
-pub mod server;
-pub mod smp;
-pub mod snapshot;
-pub mod store;
-pub mod subresources;
-pub mod table;
-pub mod tls;
-pub mod validation;
-pub mod versions;
-pub mod view;
-pub mod watch;
+pub mod storage;
 
+pub use api::faults::Faults;
 pub use auth::User;
-pub use errors::ApiError;
-pub use faults::Faults;
 pub use harness::{ADMIN, EnvtestError, TestEnv, TestEnvBuilder, service_account_user};
+pub use meta::errors::ApiError;

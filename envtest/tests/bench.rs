@@ -1,7 +1,7 @@
 //! The benchmark's measurement functions run end to end on tiny sizes (no timing is
 //! asserted: figures come from `cargo bench -p envtest --bench envtest`).
 
-use envtest::bench::{self, Sizes};
+use envtest::harness::bench::{self, Sizes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_measurement_runs() -> Result<(), Box<dyn std::error::Error>> {

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use envtest::handler::{Shared, handle};
-use envtest::request::{query, route};
+use envtest::api::Shared;
+use envtest::http::handler::handle;
+use envtest::http::request::{query, route};
 use envtest::{ADMIN, TestEnv};
 use http::{Method, Request, header};
 use http_body_util::{BodyExt, Full};
@@ -300,7 +301,7 @@ fn body(typ: (&'static str, &'static str)) -> impl Strategy<Value = Vec<u8>> {
             pick(&["ConfigMap", "Secret", "Namespace", "Lease", "CustomResourceDefinition", "DeleteOptions", "Pod", ""]),
             vec(any::<u8>(), 0..48),
         )
-            .prop_map(|(v, k, raw)| envtest::protobuf::wrap(&v, &k, raw)),
+            .prop_map(|(v, k, raw)| envtest::resources::protobuf::wrap(&v, &k, raw)),
     ]
 }
 

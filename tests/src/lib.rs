@@ -534,7 +534,7 @@ pub struct Controllers {
     pub tracker: InfraTracker,
     stop: Option<oneshot::Sender<()>>,
     tasks: Vec<JoinHandle<()>>,
-    server: Option<Arc<envtest::handler::Shared>>,
+    server: Option<Arc<envtest::api::Shared>>,
 }
 
 impl Controllers {

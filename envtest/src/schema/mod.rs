@@ -2,7 +2,7 @@
 //!
 //! A CRD version's `openAPIV3Schema` is turned into a [`Schema`] tree when the CRD is created
 //! or updated (never per request): patterns are compiled to regular expressions, CEL rules
-//! (`x-kubernetes-validations`) to programs ([`super::cel`]), and each node knows whether
+//! (`x-kubernetes-validations`) to programs ([`crate::schema::cel`]), and each node knows whether
 //! anything below it has defaults or rules, so the per-write walks skip what cannot matter.
 //!
 //! The walks follow kube-apiserver's order on a write: [`prune`] (unknown fields, reported
@@ -10,8 +10,9 @@
 //! `default`s), then [`validate`] (OpenAPI keywords, embedded resources, list types, then CEL
 //! rules, each pass's causes after the previous one's, with ratcheting of unchanged values
 //! on update); after admission the object is converted to the storage version and pruned
-//! again, against that version's schema ([`super::versions`]).
+//! again, against that version's schema ([`crate::resources::versions`]).
 
+pub mod cel;
 pub mod default;
 pub mod formats;
 pub mod prune;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::cel::Rule;
+use crate::schema::cel::Rule;
 
 /// The JSON type a schema node declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@
 //! 3. [`list_types`]: the uniqueness of `x-kubernetes-list-type` `set` and `map` lists
 //!    (`structurallisttype.ValidateListSetsAndMaps`; skipped on update when the old object
 //!    already broke it).
-//! 4. The CEL rules ([`crate::cel`]), or the "not checked" cause when passes 1–3
+//! 4. The CEL rules ([`crate::schema::cel`]), or the "not checked" cause when passes 1–3
 //!    found a blocking error.
 //!
 //! What still differs from kube-apiserver here:
@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::{Bound, ListType, Schema, Type};
-use crate::errors::Cause;
+use crate::meta::errors::Cause;
 
 /// One step of a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]

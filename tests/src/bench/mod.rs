@@ -33,7 +33,7 @@ pub mod sut;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use envtest::bench::{Report, Sizes, Stats};
+use envtest::harness::bench::{Report, Sizes, Stats};
 use serde_json::{Value, json};
 
 use fill::Fleet;
@@ -55,7 +55,7 @@ pub enum BenchError {
     TimedOut(#[from] probe::TimedOut),
     /// envtest's own benchmark failed.
     #[error(transparent)]
-    Envbench(#[from] envtest::bench::BenchError),
+    Envbench(#[from] envtest::harness::bench::BenchError),
     /// Anything else, in words.
     #[error("{0}")]
     Other(String),
@@ -562,7 +562,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     let envtest = match settings.envtest {
         Some(sizes) => {
             progress("6. envtest");
-            Some(envtest::bench::run(sizes, &envtest::bench::default_crd_dir()).await?)
+            Some(envtest::harness::bench::run(sizes, &envtest::harness::bench::default_crd_dir()).await?)
         }
         None => None,
     };
