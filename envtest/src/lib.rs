@@ -33,7 +33,7 @@
 //! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]) |
 //! | [`storage`] | the store, its event history and snapshots, the serialized JSON of stored objects |
 //! | [`resources`] | the served resources ([`resources::Registry`]), CRD versions, the kinds' OpenAPI definitions, built-in kinds' protobuf |
-//! | [`schema`] | structural schemas compiled per CRD version, and CEL rules |
+//! | [`schema`] | structural schemas compiled per CRD version, CEL rules, and the checks of a CRD's schemas before it is stored ([`schema::definition`]) |
 //! | [`meta`] | `Status` errors, name validation, label and field selectors |
 //!
 //! Request bodies may be JSON, YAML or, for the built-in kinds, Kubernetes protobuf

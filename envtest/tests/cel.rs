@@ -298,14 +298,75 @@ async fn rules_the_engine_cannot_run_are_reported_not_passed() -> TestResult {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(skipped[0].rule, "self.spec.min.nosuchfunction()");
     assert_eq!(skipped[0].crd, "rules.cel.example.com");
-    let env = env_with(Some("self.spec.min ==")).await?;
-    let skipped = env.skipped_cel_rules();
-    assert_eq!(
-        skipped.len(),
-        1,
-        "a rule that does not compile is reported at once: {skipped:?}"
+    Ok(())
+}
+
+/// kube's CRD validation compiles every rule: a CRD whose rule does not compile is refused
+/// on create and update with 422 on the rule's field path (and a builder given one fails
+/// to start), instead of being served with the rule skipped.
+#[tokio::test]
+async fn crds_whose_rules_do_not_compile_are_refused() -> TestResult {
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    const DETAIL: &str = "compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.spec.min ==\n | ................^";
+    let env = TestEnv::builder().namespace("test").start().await?;
+    let reply = create(&env, CRDS, &rules_crd(Some("self.spec.min =="))).await?;
+    expect(&reply, 422)?;
+    assert_eq!(reply.body["reason"], "Invalid");
+    let field = "spec.validation.openAPIV3Schema.x-kubernetes-validations[1].rule";
+    let message = format!(
+        "Invalid value: apiextensions.ValidationRule{{Rule:\"self.spec.min ==\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: {DETAIL}"
     );
-    assert!(skipped[0].reason.starts_with("does not compile"));
+    assert_eq!(
+        reply.causes(),
+        vec![(
+            field.to_string(),
+            "FieldValueInvalid".to_string(),
+            message.clone()
+        )]
+    );
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"rules.cel.example.com\" is invalid: {field}: {message}"
+        )
+    );
+    // Nothing was stored or served.
+    expect(
+        &common::get(&env, &format!("{CRDS}/rules.cel.example.com")).await?,
+        404,
+    )?;
+    expect(&common::get(&env, RULES).await?, 404)?;
+
+    // An update that breaks a rule is refused the same way; the stored CRD keeps serving.
+    expect(&create(&env, CRDS, &rules_crd(None)).await?, 201)?;
+    let mut stored = common::get(&env, &format!("{CRDS}/rules.cel.example.com"))
+        .await?
+        .body;
+    stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
+        .as_array_mut()
+        .ok_or("no root rules")?
+        .push(json!({"rule": "self.spec.min =="}));
+    let reply = common::put(&env, &format!("{CRDS}/rules.cel.example.com"), &stored).await?;
+    expect(&reply, 422)?;
+    assert_eq!(reply.causes()[0].0, field);
+    assert_eq!(reply.causes()[0].2, message);
+    let refused = create(&env, RULES, &rule("bad", base())).await?;
+    expect(&refused, 422)?;
+    assert!(
+        env.skipped_cel_rules().is_empty(),
+        "{:?}",
+        env.skipped_cel_rules()
+    );
+
+    // The builder refuses to start with such a CRD.
+    let started = TestEnv::builder()
+        .crd_object(serde_json::from_value(rules_crd(Some("self.spec.min ==")))?)
+        .start()
+        .await;
+    match started {
+        Ok(_) => return Err("a CRD whose rule does not compile was seeded".into()),
+        Err(error) => assert!(error.to_string().contains(DETAIL), "{error}"),
+    }
     Ok(())
 }
 

@@ -382,6 +382,7 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
             }
         }
     }
+    causes.extend(crate::schema::definition::rule_causes(spec));
     if !causes.is_empty() {
         return Err(ApiError::invalid("apiextensions.k8s.io", kind, name, causes));
     }

@@ -687,6 +687,19 @@ fn run_rules(
     }
 }
 
+/// Why an expression does not compile, worded as kube's CEL compiler (`compilation failed:`
+/// and cel-go's error listing, ` | ` before the source line and the caret). `None` when it
+/// parses, or when the parser here lacks a syntax cel-go has (then the rule is skipped at
+/// evaluation instead). Only syntax is checked: there is no type checker here.
+pub fn compile_error(source: &str) -> Option<String> {
+    let errors = ENV.compile(source).err()?;
+    let text = errors.to_string();
+    if text.contains("unsupported syntax") {
+        return None;
+    }
+    Some(format!("compilation failed: {}", text.replace("\n| ", "\n | ")))
+}
+
 /// Every skipped rule of a schema tree.
 pub fn skipped(schema: &Schema) -> Vec<SkippedRule> {
     schema
