@@ -95,6 +95,56 @@ fn builtin_column(
     }
 }
 
+/// kube's `layoutContainerCells`: one field of every container of the pod template, joined
+/// with commas.
+fn template_containers(object: &Value, field: &str) -> String {
+    let containers = object["spec"]["template"]["spec"]["containers"].as_array();
+    let values: Vec<&str> = containers
+        .into_iter()
+        .flatten()
+        .map(|c| c[field].as_str().unwrap_or_default())
+        .collect();
+    values.join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(selector).String()`: requirements sorted by key,
+/// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined with commas.
+fn selector_string(selector: &Value) -> String {
+    let mut requirements: Vec<(String, String)> = Vec::new();
+    if let Some(labels) = selector["matchLabels"].as_object() {
+        for (key, value) in labels {
+            requirements.push((
+                key.clone(),
+                format!("{key}={}", value.as_str().unwrap_or_default()),
+            ));
+        }
+    }
+    for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+        let key = expression["key"].as_str().unwrap_or_default();
+        let mut values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match expression["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<invalid>".into(),
+        };
+        requirements.push((key.to_string(), text));
+    }
+    requirements.sort();
+    requirements
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn age(object: &Value) -> Value {
     json!(human_age(object["metadata"]["creationTimestamp"].as_str()))
 }
@@ -195,6 +245,55 @@ fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
                 json!(count(&o["secrets"]))
             }));
             columns.push(age_column());
+        }
+        ("apps", "Deployment") => {
+            columns.push(builtin_column(
+                "Ready",
+                "string",
+                "Number of the pod with ready state",
+                0,
+                |o| {
+                    let ready = o["status"]["readyReplicas"].as_i64().unwrap_or(0);
+                    let desired = o["spec"]["replicas"].as_i64().unwrap_or(0);
+                    json!(format!("{ready}/{desired}"))
+                },
+            ));
+            columns.push(builtin_column(
+                "Up-to-date",
+                "string",
+                "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                0,
+                |o| json!(o["status"]["updatedReplicas"].as_i64().unwrap_or(0)),
+            ));
+            columns.push(builtin_column(
+                "Available",
+                "string",
+                "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                0,
+                |o| json!(o["status"]["availableReplicas"].as_i64().unwrap_or(0)),
+            ));
+            columns.push(age_column());
+            columns.push(builtin_column(
+                "Containers",
+                "string",
+                "Names of each container in the template.",
+                1,
+                |o| json!(template_containers(o, "name")),
+            ));
+            columns.push(builtin_column(
+                "Images",
+                "string",
+                "Images referenced by each container in the template.",
+                1,
+                |o| json!(template_containers(o, "image")),
+            ));
+            columns.push(builtin_column(
+                "Selector",
+                "string",
+                "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                1,
+                |o| json!(selector_string(&o["spec"]["selector"])),
+            ));
         }
         ("coordination.k8s.io", "Lease") => {
             columns.push(builtin_column(

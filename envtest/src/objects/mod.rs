@@ -5,6 +5,7 @@
 
 pub mod builtin;
 pub mod deletion;
+pub mod deployments;
 pub mod events;
 pub mod subresources;
 
