@@ -24,15 +24,16 @@
 //! | layer | what it does |
 //! |---|---|
 //! | [`harness`] | `TestEnv` and its builder, kubeconfigs, the benchmark: what a test holds |
+//! | [`controllers`] | what runs beside the server, as kube-controller-manager does: the garbage collector ([`controllers::gc`]), writing through [`objects`] |
 //! | [`http`] | TLS listener and the [`http::handler`]: authenticate (bearer token, 401), route, resolve the resource, inject faults, authorize, dispatch the verb |
 //! | [`api`] | what the verbs answer besides objects: watch streams, OpenAPI documents, Tables and metadata-only views, responses, fault injection, the server state ([`api::Shared`]) |
 //! | [`auth`] | users and tokens, kube-apiserver's RBAC authorizer over the stored roles and bindings (`system:masters` bypasses it) |
 //! | [`patch`] | merge, JSON, strategic merge patch, server-side apply with managedFields |
-//! | [`objects`] | object semantics under the store lock: uid, resourceVersion, generation, finalizers, deletion, namespaces, CRD lifecycle; built-in kinds' decoding and defaults |
+//! | [`objects`] | object semantics under the store lock: uid, resourceVersion, generation, finalizers, deletion and its propagation options, subresources, namespaces, CRD lifecycle; built-in kinds' decoding and defaults |
 //! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]) |
 //! | [`storage`] | the store, its event history and snapshots, the serialized JSON of stored objects |
 //! | [`resources`] | the served resources ([`resources::Registry`]), CRD versions, the kinds' OpenAPI definitions, built-in kinds' protobuf |
-//! | [`schema`] | structural schemas compiled per CRD version, and CEL rules |
+//! | [`schema`] | structural schemas compiled per CRD version, CEL rules, and the checks of a CRD's schemas before it is stored ([`schema::definition`]) |
 //! | [`meta`] | `Status` errors, name validation, label and field selectors |
 //!
 //! Request bodies may be JSON, YAML or, for the built-in kinds, Kubernetes protobuf
@@ -61,8 +62,8 @@
 //!   Protobuf request bodies are decoded for the built-in kinds served here only.
 //! * Built-in kinds get kube-apiserver's decoding (unknown fields, types, base64) and a few
 //!   defaults (`Secret.type`, `stringData`, namespace `spec.finalizers`/phase/label), not
-//!   every registry strategy; no controllers run, so new namespaces get no
-//!   `kube-root-ca.crt` ConfigMap and no `default` ServiceAccount.
+//!   every registry strategy; the garbage collector is the only controller that runs, so
+//!   new namespaces get no `kube-root-ca.crt` ConfigMap and no `default` ServiceAccount.
 //! * The namespace controller's work is done within the DELETE (content removed, finalizer
 //!   `kubernetes` dropped once empty); it sets no `NamespaceContentRemaining`-style
 //!   conditions, and the `/finalize` subresource is not served.
@@ -86,6 +87,7 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod controllers;
 pub mod harness;
 pub mod http;
 pub mod meta;

@@ -37,6 +37,9 @@ fn crd() -> Result<
                             "items": {"type": "object", "required": ["name", "protocol"], "properties": {
                                 "name": {"type": "string"}, "protocol": {"type": "string"}, "port": {"type": "integer"}}}},
                         "args": {"type": "array", "items": {"type": "string"}},
+                        "backend": {"type": "object", "properties": {
+                            "docker": {"type": "object", "properties": {"image": {"type": "string"}}},
+                            "inMemory": {"type": "object", "properties": {"delay": {"type": "string"}}}}},
                     }},
                     "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
                 }}},
@@ -144,6 +147,61 @@ async fn apply_creates_and_records_the_manager() -> TestResult {
 }
 
 #[tokio::test]
+async fn empty_maps_are_kept_and_owned() -> TestResult {
+    let env = env().await?;
+    let api = gadgets(env.client());
+    let config = json!({"backend": {"docker": {}}, "note": "a", "replicas": 1});
+    let created = apply(&api, "capd", false, gadget(config)).await?;
+    // kube keeps the empty map and owns it as a leaf (structured-merge-diff's ToFieldSet
+    // makes an empty map a member of the set).
+    assert_eq!(
+        created.data["spec"],
+        json!({"backend": {"docker": {}}, "note": "a", "replicas": 1})
+    );
+    let fields = managed(&created)?;
+    let capd = entry(&fields, "capd", "Apply").ok_or("no Apply entry for capd")?;
+    assert_eq!(
+        capd["fieldsV1"],
+        json!({"f:spec": {"f:backend": {"f:docker": {}}, "f:note": {}, "f:replicas": {}}})
+    );
+    let stored = api.get("g").await?;
+    assert_eq!(stored.data["spec"]["backend"], json!({"docker": {}}));
+    assert_eq!(managed(&stored)?, fields);
+
+    // Dropping one field removes only that field.
+    let fewer = apply(
+        &api,
+        "capd",
+        false,
+        gadget(json!({"backend": {"docker": {}}, "note": "a"})),
+    )
+    .await?;
+    assert_eq!(
+        fewer.data["spec"],
+        json!({"backend": {"docker": {}}, "note": "a"})
+    );
+    let fields = managed(&fewer)?;
+    let capd = entry(&fields, "capd", "Apply").ok_or("no Apply entry for capd")?;
+    assert_eq!(
+        capd["fieldsV1"],
+        json!({"f:spec": {"f:backend": {"f:docker": {}}, "f:note": {}}})
+    );
+    // Dropping the map removes it, and its parent that nobody owns any more.
+    let gone = apply(&api, "capd", false, gadget(json!({"note": "a"}))).await?;
+    assert_eq!(gone.data["spec"], json!({"note": "a"}));
+    // A configuration that is nothing but an empty map keeps its manager entry.
+    let only = apply(&api, "capd", false, gadget(json!({"backend": {"docker": {}}}))).await?;
+    assert_eq!(only.data["spec"], json!({"backend": {"docker": {}}}));
+    let fields = managed(&api.get("g").await?)?;
+    let capd = entry(&fields, "capd", "Apply").ok_or("no Apply entry for capd")?;
+    assert_eq!(
+        capd["fieldsV1"],
+        json!({"f:spec": {"f:backend": {"f:docker": {}}}})
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn conflicts_force_and_removal() -> TestResult {
     let env = env().await?;
     let api = gadgets(env.client());
@@ -203,8 +261,10 @@ async fn conflicts_force_and_removal() -> TestResult {
         Some(json!({"f:spec": {"f:note": {}, "f:replicas": {}}}))
     );
 
-    // "one" stops applying note: "two" still owns it, it stays.
-    let kept = apply(&api, "one", false, gadget(json!({}))).await?;
+    // "one" stops applying note: "two" still owns it, it stays. (An applied `spec: {}`
+    // would own `f:spec`, an empty map being a leaf; this configuration has no spec.)
+    let no_spec = json!({"apiVersion": "test.example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}});
+    let kept = apply(&api, "one", false, no_spec).await?;
     assert_eq!(kept.data["spec"], json!({"replicas": 3, "note": "mine"}));
     assert!(entry(&managed(&kept)?, "one", "Apply").is_none());
     // "two" stops applying replicas: nobody else owns it, it is removed.

@@ -111,14 +111,14 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
             json!({"min": 6}),
             "spec",
             "FieldValueInvalid",
-            "Invalid value: min must not exceed max",
+            "Invalid value: \"object\": min must not exceed max",
         ),
         (
             "r2",
             json!({"secret": "s"}),
             "spec",
             "FieldValueInvalid",
-            "Invalid value: secret needs an owner, min is 1",
+            "Invalid value: \"object\": secret needs an owner, min is 1",
         ),
         (
             "r3",
@@ -139,63 +139,63 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
             json!({"x-mode": "c"}),
             "spec",
             "FieldValueInvalid",
-            "Invalid value: escaped names",
+            "Invalid value: \"object\": escaped names",
         ),
         (
             "r6",
             json!({"names": ["nx1"]}),
             "spec.names",
             "FieldValueInvalid",
-            "Invalid value: all",
+            "Invalid value: \"array\": all",
         ),
         (
             "r7",
             json!({"names": ["n2x"]}),
             "spec.names",
             "FieldValueInvalid",
-            "Invalid value: exists",
+            "Invalid value: \"array\": exists",
         ),
         (
             "r8",
             json!({"names": ["n11x", "n2x"]}),
             "spec.names",
             "FieldValueInvalid",
-            "Invalid value: filter/map",
+            "Invalid value: \"array\": filter/map",
         ),
         (
             "r9",
             json!({"names": ["n1x", "n2x", "n2x"]}),
             "spec.names",
             "FieldValueInvalid",
-            "Invalid value: exists_one",
+            "Invalid value: \"array\": exists_one",
         ),
         (
             "r10",
             json!({"names": ["n3x", "n2x", "n1x"]}),
             "spec.names",
             "FieldValueInvalid",
-            "Invalid value: sorted",
+            "Invalid value: \"array\": sorted",
         ),
         (
             "r11",
             json!({"labels": {"k": "long!"}}),
             "spec.labels[k]",
             "FieldValueInvalid",
-            "Invalid value: \"long!\": failed rule: size(self) <= 3",
+            "Invalid value: \"string\": failed rule: size(self) <= 3",
         ),
         (
             "r12",
             json!({"deadline": "2019-01-01T00:00:00Z"}),
             "spec.deadline",
             "FieldValueInvalid",
-            "Invalid value: \"2019-01-01T00:00:00Z\": after 2020",
+            "Invalid value: \"string\": after 2020",
         ),
         (
             "r13",
             json!({"timeout": "2h"}),
             "spec.timeout",
             "FieldValueInvalid",
-            "Invalid value: \"2h\": at most an hour",
+            "Invalid value: \"string\": at most an hour",
         ),
         (
             "r14",
@@ -224,12 +224,12 @@ async fn each_construct_passes_and_fails_as_kube_apiserver() -> TestResult {
         vec![(
             "<nil>".into(),
             "FieldValueInvalid".into(),
-            "Invalid value: name must start with r".into()
+            "Invalid value: \"object\": name must start with r".into()
         )]
     );
     assert_eq!(
         reply.body["message"],
-        "Rule.cel.example.com \"bad-name\" is invalid: <nil>: Invalid value: name must start with r"
+        "Rule.cel.example.com \"bad-name\" is invalid: <nil>: Invalid value: \"object\": name must start with r"
     );
     assert!(
         env.skipped_cel_rules().is_empty(),
@@ -256,12 +256,12 @@ async fn transition_rules_run_on_update_only() -> TestResult {
         vec![(
             "spec.immutable".into(),
             "FieldValueInvalid".into(),
-            "Invalid value: \"b\": Value is immutable".into()
+            "Invalid value: \"string\": Value is immutable".into()
         )]
     );
     let reply = merge(&env, &path, &json!({"spec": {"growing": 4}})).await?;
     expect(&reply, 422)?;
-    assert_eq!(reply.causes()[0].2, "Invalid value: 4: may only grow");
+    assert_eq!(reply.causes()[0].2, "Invalid value: \"integer\": may only grow");
     expect(&merge(&env, &path, &json!({"spec": {"growing": 6}})).await?, 200)?;
     // Map-list items correlate by key: a new port has no oldSelf, a changed one does.
     let reply = merge(
@@ -298,14 +298,75 @@ async fn rules_the_engine_cannot_run_are_reported_not_passed() -> TestResult {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(skipped[0].rule, "self.spec.min.nosuchfunction()");
     assert_eq!(skipped[0].crd, "rules.cel.example.com");
-    let env = env_with(Some("self.spec.min ==")).await?;
-    let skipped = env.skipped_cel_rules();
-    assert_eq!(
-        skipped.len(),
-        1,
-        "a rule that does not compile is reported at once: {skipped:?}"
+    Ok(())
+}
+
+/// kube's CRD validation compiles every rule: a CRD whose rule does not compile is refused
+/// on create and update with 422 on the rule's field path (and a builder given one fails
+/// to start), instead of being served with the rule skipped.
+#[tokio::test]
+async fn crds_whose_rules_do_not_compile_are_refused() -> TestResult {
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    const DETAIL: &str = "compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.spec.min ==\n | ................^";
+    let env = TestEnv::builder().namespace("test").start().await?;
+    let reply = create(&env, CRDS, &rules_crd(Some("self.spec.min =="))).await?;
+    expect(&reply, 422)?;
+    assert_eq!(reply.body["reason"], "Invalid");
+    let field = "spec.validation.openAPIV3Schema.x-kubernetes-validations[1].rule";
+    let message = format!(
+        "Invalid value: apiextensions.ValidationRule{{Rule:\"self.spec.min ==\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: {DETAIL}"
     );
-    assert!(skipped[0].reason.starts_with("does not compile"));
+    assert_eq!(
+        reply.causes(),
+        vec![(
+            field.to_string(),
+            "FieldValueInvalid".to_string(),
+            message.clone()
+        )]
+    );
+    assert_eq!(
+        reply.body["message"],
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"rules.cel.example.com\" is invalid: {field}: {message}"
+        )
+    );
+    // Nothing was stored or served.
+    expect(
+        &common::get(&env, &format!("{CRDS}/rules.cel.example.com")).await?,
+        404,
+    )?;
+    expect(&common::get(&env, RULES).await?, 404)?;
+
+    // An update that breaks a rule is refused the same way; the stored CRD keeps serving.
+    expect(&create(&env, CRDS, &rules_crd(None)).await?, 201)?;
+    let mut stored = common::get(&env, &format!("{CRDS}/rules.cel.example.com"))
+        .await?
+        .body;
+    stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
+        .as_array_mut()
+        .ok_or("no root rules")?
+        .push(json!({"rule": "self.spec.min =="}));
+    let reply = common::put(&env, &format!("{CRDS}/rules.cel.example.com"), &stored).await?;
+    expect(&reply, 422)?;
+    assert_eq!(reply.causes()[0].0, field);
+    assert_eq!(reply.causes()[0].2, message);
+    let refused = create(&env, RULES, &rule("bad", base())).await?;
+    expect(&refused, 422)?;
+    assert!(
+        env.skipped_cel_rules().is_empty(),
+        "{:?}",
+        env.skipped_cel_rules()
+    );
+
+    // The builder refuses to start with such a CRD.
+    let started = TestEnv::builder()
+        .crd_object(serde_json::from_value(rules_crd(Some("self.spec.min ==")))?)
+        .start()
+        .await;
+    match started {
+        Ok(_) => return Err("a CRD whose rule does not compile was seeded".into()),
+        Err(error) => assert!(error.to_string().contains(DETAIL), "{error}"),
+    }
     Ok(())
 }
 
@@ -343,7 +404,7 @@ async fn authoritative_api_transitions(env: &TestEnv, machines: &str) -> TestRes
     assert_eq!(causes[0].0, "status.authoritativeAPI");
     assert_eq!(
         causes[0].2,
-        "Invalid value: \"ClusterAPI\": The authoritativeAPI field must not transition directly from MachineAPI to ClusterAPI or vice versa. It must transition through Migrating."
+        "Invalid value: \"string\": The authoritativeAPI field must not transition directly from MachineAPI to ClusterAPI or vice versa. It must transition through Migrating."
     );
     expect(
         &merge(
@@ -430,7 +491,7 @@ async fn matches_is_an_unanchored_search() -> TestResult {
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
-        vec![("spec.name".into(), "FieldValueInvalid".into(), "Invalid value: \"NODE\": name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.".into())]
+        vec![("spec.name".into(), "FieldValueInvalid".into(), "Invalid value: \"string\": name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.".into())]
     );
     assert!(
         env.skipped_cel_rules().is_empty(),
@@ -479,7 +540,7 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
             "spec.lifecycleHooks.preDrain[0].name: Invalid value: \"h\": spec.lifecycleHooks.preDrain[0].name in body should be at least 3 chars long",
             "spec.lifecycleHooks.preDrain[1].owner: Invalid value: \"o\": spec.lifecycleHooks.preDrain[1].owner in body should be at least 3 chars long",
             // The CRD has CEL rules and the object has an enum error: kube-apiserver skips them.
-            "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
         ]
     );
     // The synchronizedGeneration rule, with its fieldPath and reason.
@@ -497,7 +558,7 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
     expect(&reply, 422)?;
     assert_eq!(
         reply.causes(),
-        vec![("status.synchronizedGeneration".into(), "FieldValueInvalid".into(), "Invalid value: synchronizedGeneration must not decrease unless authoritativeAPI is transitioning from Migrating to another value".into())]
+        vec![("status.synchronizedGeneration".into(), "FieldValueInvalid".into(), "Invalid value: \"object\": synchronizedGeneration must not decrease unless authoritativeAPI is transitioning from Migrating to another value".into())]
     );
 
     // MachineSet: scale subresource, replicas default, the status rules (one of which reads a
@@ -572,9 +633,7 @@ async fn upstream_crds_are_served_and_validated() -> TestResult {
         vec![(
             "spec.taints[0].key".into(),
             "FieldValueInvalid".into(),
-            format!(
-                "Invalid value: \"example.com/{long}\": key must be a valid qualified name of max size 63 characters with an optional subdomain prefix of max size 253 characters"
-            )
+            "Invalid value: \"string\": key must be a valid qualified name of max size 63 characters with an optional subdomain prefix of max size 253 characters".to_string()
         )]
     );
     let status = format!("{capi}/v1beta2/namespaces/ns/machines/c/status");
@@ -645,11 +704,11 @@ async fn identical_causes_are_listed_once_in_the_message() -> TestResult {
         .await?;
     let words = "/apis/cel.example.com/v1/namespaces/test/words";
     let word = |name: &str, spec: Value| json!({"apiVersion": "cel.example.com/v1", "kind": "Word", "metadata": {"name": name}, "spec": spec});
-    let line = format!("spec.name: Invalid value: {shared}");
+    let line = format!("spec.name: Invalid value: \"object\": {shared}");
     let twice = (
         "spec.name".to_string(),
         "FieldValueInvalid".to_string(),
-        format!("Invalid value: {shared}"),
+        format!("Invalid value: \"object\": {shared}"),
     );
 
     let reply = create(&env, words, &word("a", json!({"name": "LongName", "count": 1}))).await?;
@@ -665,13 +724,13 @@ async fn identical_causes_are_listed_once_in_the_message() -> TestResult {
     let count = (
         "spec.count".to_string(),
         "FieldValueInvalid".to_string(),
-        "Invalid value: count must not be negative".to_string(),
+        "Invalid value: \"object\": count must not be negative".to_string(),
     );
     assert_eq!(reply.causes(), vec![twice.clone(), twice, count]);
     assert_eq!(
         reply.body["message"],
         format!(
-            "Word.cel.example.com \"b\" is invalid: [{line}, spec.count: Invalid value: count must not be negative]"
+            "Word.cel.example.com \"b\" is invalid: [{line}, spec.count: Invalid value: \"object\": count must not be negative]"
         )
     );
     Ok(())

@@ -1164,3 +1164,91 @@ async fn label_selectors_as_kube_parses_them() -> TestResult {
     );
     c.cleanup(&[], &[]).await
 }
+
+/// `kubectl create deployment` sends its Deployment as protobuf (client-go's typed
+/// client): it is decoded, gets kube's defaults, and `kubectl get` prints kube's columns.
+#[tokio::test(flavor = "multi_thread")]
+async fn create_deployment_from_protobuf() -> TestResult {
+    let Some(c) = Cluster::start().await? else {
+        return Ok(());
+    };
+    let out = c
+        .kubectl_ns(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+            "--port=80",
+        ])
+        .await?
+        .ok()?;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(c.client.clone(), &c.ns);
+    let stored = serde_json::to_value(deployments.get("web").await?)?;
+    assert_eq!(stored["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(stored["metadata"]["generation"], 1);
+    let spec = &stored["spec"];
+    assert_eq!(spec["replicas"], 2);
+    assert_eq!(spec["selector"], json!({"matchLabels": {"app": "web"}}));
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(spec["revisionHistoryLimit"], 10);
+    assert_eq!(spec["progressDeadlineSeconds"], 600);
+    let template = &spec["template"];
+    assert_eq!(template["metadata"]["labels"], json!({"app": "web"}));
+    let pod = &template["spec"];
+    assert_eq!(pod["restartPolicy"], "Always");
+    assert_eq!(pod["terminationGracePeriodSeconds"], 30);
+    assert_eq!(pod["dnsPolicy"], "ClusterFirst");
+    assert_eq!(pod["securityContext"], json!({}));
+    assert_eq!(pod["schedulerName"], "default-scheduler");
+    assert_eq!(
+        pod["containers"],
+        json!([{
+            "name": "nginx",
+            "image": "nginx:1.27",
+            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+            "resources": {},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "imagePullPolicy": "IfNotPresent",
+        }])
+    );
+
+    let out = c.kubectl_ns(&["get", "deployments"]).await?.ok()?;
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    assert_eq!(lines[1][..4], ["web", "0/2", "0", "0"]);
+    let out = c
+        .kubectl_ns(&["get", "deployment", "web", "-o", "wide"])
+        .await?
+        .ok()?;
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    assert_eq!(lines[1][5..], ["nginx", "nginx:1.27", "app=web"]);
+
+    // kubectl scale goes through /scale; the table follows.
+    c.kubectl_ns(&["scale", "deployment", "web", "--replicas=3"])
+        .await?
+        .ok()?;
+    assert_eq!(
+        deployments.get("web").await?.spec.and_then(|s| s.replicas),
+        Some(3)
+    );
+    Ok(())
+}

@@ -183,7 +183,7 @@ async fn each_keyword_is_enforced_with_kube_apiserver_messages() -> TestResult {
             json!({"ports": [{"name": "a"}, {"name": "a", "port": 81}]}),
             "spec.ports[1]",
             "FieldValueDuplicate",
-            "Duplicate value: {\"name\":\"a\"}",
+            "Duplicate value: map[string]interface {}{\"name\":\"a\"}",
         ),
         (
             json!({"ports": [{"port": 1}]}),

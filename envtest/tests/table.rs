@@ -354,3 +354,155 @@ async fn table_watches() -> TestResult {
     }
     Ok(())
 }
+
+/// The Machine API's Machine columns, whose JSONPaths escape the dots of label keys, and a
+/// column over a list, through the Table view and `kubectl get` (client-go's JSONPath:
+/// `['a\.b/c']` and `.a\.b/c` name one key, a list or map prints as JSON).
+#[tokio::test(flavor = "multi_thread")]
+async fn escaped_label_keys_and_list_columns() -> TestResult {
+    let upstream = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream-crds");
+    let columns = json!([
+        {"name": "Tags", "type": "string", "jsonPath": ".spec.tags"},
+        {"name": "Zone", "type": "string", "jsonPath": ".metadata.labels.topology\\.kubernetes\\.io/zone"},
+        {"name": "Unescaped", "type": "string", "jsonPath": ".metadata.labels['topology.kubernetes.io/zone']"},
+    ]);
+    let env = TestEnv::builder()
+        .crd_dir(upstream)
+        .crd_object(crd("shelves", "Shelf", columns)?)
+        .namespace("test")
+        .start()
+        .await?;
+    let client = env.client();
+    let machine = json!({
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+        "metadata": {"name": "m", "labels": {
+            "machine.openshift.io/instance-type": "m6i.xlarge",
+            "machine.openshift.io/region": "us-east-1",
+            "machine.openshift.io/zone": "us-east-1a",
+        }},
+        "spec": {},
+    });
+    let request = http::Request::post("/apis/machine.openshift.io/v1beta1/namespaces/test/machines")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&machine)?)?;
+    let _: Value = client.request(request).await?;
+    let status = http::Request::patch("/apis/machine.openshift.io/v1beta1/namespaces/test/machines/m/status")
+        .header("Content-Type", "application/merge-patch+json")
+        .body(serde_json::to_vec(&json!({"status": {"phase": "Running"}}))?)?;
+    let _: Value = client.request(status).await?;
+    let list = json!({
+        "apiVersion": "test.example.com/v1", "kind": "Shelf",
+        "metadata": {"name": "l", "labels": {"topology.kubernetes.io/zone": "z1"}},
+        "spec": {"tags": ["a", "b"]},
+    });
+    let request = http::Request::post("/apis/test.example.com/v1/namespaces/test/shelves")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&list)?)?;
+    let _: Value = client.request(request).await?;
+
+    let table = get_table(
+        &env,
+        "/apis/machine.openshift.io/v1beta1/namespaces/test/machines",
+        TABLE,
+    )
+    .await?;
+    assert_eq!(
+        names(&table),
+        [
+            "Name",
+            "Phase",
+            "Type",
+            "Region",
+            "Zone",
+            "Age",
+            "Node",
+            "ProviderID",
+            "State"
+        ]
+    );
+    let cells = table["rows"][0]["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        cells[0..5],
+        [
+            json!("m"),
+            json!("Running"),
+            json!("m6i.xlarge"),
+            json!("us-east-1"),
+            json!("us-east-1a")
+        ]
+    );
+    assert_eq!(cells[6], Value::Null);
+    let table = get_table(&env, "/apis/test.example.com/v1/namespaces/test/shelves", TABLE).await?;
+    assert_eq!(
+        table["rows"][0]["cells"],
+        json!(["l", r#"["a","b"]"#, "z1", null])
+    );
+
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        eprintln!("kubectl not installed: skipped");
+        return Ok(());
+    }
+    let (ok, out, err) = kubectl(&env, &["get", "machines.machine.openshift.io", "-n", "test"])?;
+    assert!(ok, "{err}");
+    assert_eq!(header(&out), ["NAME", "PHASE", "TYPE", "REGION", "ZONE", "AGE"]);
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[..5],
+        ["m", "Running", "m6i.xlarge", "us-east-1", "us-east-1a"]
+    );
+    let (ok, out, err) = kubectl(&env, &["get", "shelves", "-n", "test"])?;
+    assert!(ok, "{err}");
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header(&out), ["NAME", "TAGS", "ZONE", "UNESCAPED"]);
+    // The unescaped key resolves to nothing: kubectl prints an empty cell.
+    assert_eq!(row, ["l", r#"["a","b"]"#, "z1"]);
+    // kubectl's own JSONPath (client-go's) resolves the same paths the same way.
+    let (ok, out, err) = kubectl(
+        &env,
+        &[
+            "get",
+            "machines.machine.openshift.io",
+            "m",
+            "-n",
+            "test",
+            "-o",
+            r"jsonpath={.metadata.labels['machine\.openshift\.io/region']} {.metadata.labels.machine\.openshift\.io/zone} {.metadata.labels['machine.openshift.io/zone']}",
+        ],
+    )?;
+    assert!(ok, "{err}");
+    assert_eq!(out.trim_end(), "us-east-1 us-east-1a");
+    let (ok, out, err) = kubectl(
+        &env,
+        &[
+            "get",
+            "shelves",
+            "-n",
+            "test",
+            "-o",
+            r"custom-columns=TAGS:.spec.tags,ZONE:.metadata.labels.topology\.kubernetes\.io/zone",
+        ],
+    )?;
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.lines()
+            .nth(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["[a", "b]", "z1"])
+    );
+    Ok(())
+}

@@ -20,7 +20,7 @@ const MAPI: &str = "/apis/machine.openshift.io/v1beta1/namespaces/capi";
 
 /// kube-apiserver's cause when a type, enum, required, maxLength or maxItems violation keeps
 /// the CEL rules from running.
-const BLOCKED: &str = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+const BLOCKED: &str = "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
 /// The taint key rule of Cluster API v1beta2 (Machine, MachineSet template).
 const TAINT_KEY_MESSAGE: &str = "key must be a valid qualified name of max size 63 characters with an optional subdomain prefix of max size 253 characters";
@@ -63,9 +63,12 @@ fn upstream() -> std::path::PathBuf {
 }
 
 async fn start() -> Result<TestEnv, Box<dyn std::error::Error>> {
+    // The samples carry owner references to objects this suite never creates (it is about
+    // the schemas): without the collector they stay, as they would be deleted otherwise.
     let env = TestEnv::builder()
         .crd_dir(upstream())
         .namespace(NS)
+        .garbage_collection(false)
         .start()
         .await?;
     assert!(
@@ -426,7 +429,7 @@ async fn capi_machine_v1beta2() -> TestResult {
             vec![
                 pattern("spec.readinessGates[0].conditionType", "not a condition", CONDITION_TYPE),
                 "spec.readinessGates[1].polarity: Unsupported value: \"Sideways\": supported values: \"Positive\", \"Negative\"".into(),
-                "spec.readinessGates[2]: Duplicate value: {\"conditionType\":\"Ready\"}".into(),
+                "spec.readinessGates[2]: Duplicate value: map[string]interface {}{\"conditionType\":\"Ready\"}".into(),
                 BLOCKED.into(),
             ],
         ),
@@ -443,7 +446,7 @@ async fn capi_machine_v1beta2() -> TestResult {
                 "spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"".into(),
                 pattern("spec.taints[0].value", "not valid!", "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"),
                 "spec.taints[0].propagation: Required value".into(),
-                "spec.taints[2]: Duplicate value: {\"effect\":\"NoSchedule\",\"key\":\"k\"}".into(),
+                "spec.taints[2]: Duplicate value: map[string]interface {}{\"effect\":\"NoSchedule\", \"key\":\"k\"}".into(),
                 BLOCKED.into(),
             ],
         ),
@@ -462,10 +465,10 @@ async fn capi_machine_v1beta2() -> TestResult {
             ]})),
             vec![
                 pattern("spec.taints[2].key", "a/b/c", TAINT_KEY),
-                format!("spec.taints[0].key: Invalid value: \"example.com/{long}\": {TAINT_KEY_MESSAGE}"),
-                format!("spec.taints[1].key: Invalid value: \"{long}\": {TAINT_KEY_MESSAGE}"),
-                format!("spec.taints[2].key: Invalid value: \"a/b/c\": {TAINT_KEY_MESSAGE}"),
-                format!("spec.taints[3].key: Invalid value: \"{}.x/y\": {TAINT_KEY_MESSAGE}", "a".repeat(252)),
+                format!("spec.taints[0].key: Invalid value: \"string\": {TAINT_KEY_MESSAGE}"),
+                format!("spec.taints[1].key: Invalid value: \"string\": {TAINT_KEY_MESSAGE}"),
+                format!("spec.taints[2].key: Invalid value: \"string\": {TAINT_KEY_MESSAGE}"),
+                format!("spec.taints[3].key: Invalid value: \"string\": {TAINT_KEY_MESSAGE}"),
             ],
         ),
     ];
@@ -682,7 +685,7 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
     let expected = [
         "status.observedGeneration: Invalid value: 0: observedGeneration in body should be greater than or equal to 1",
         "status.selector: Invalid value: \"\": selector in body should be at least 1 chars long",
-        "status.conditions[1]: Duplicate value: {\"type\":\"MachinesReady\"}",
+        "status.conditions[1]: Duplicate value: map[string]interface {}{\"type\":\"MachinesReady\"}",
     ];
     invalid(&reply, &expected, "status")?;
     assert_eq!(
@@ -729,7 +732,7 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
         (
             "the template's taint key rule",
             with_taint,
-            vec![format!("spec.template.spec.taints[0].key: Invalid value: \"{long}\": {TAINT_KEY_MESSAGE}")],
+            vec![format!("spec.template.spec.taints[0].key: Invalid value: \"string\": {TAINT_KEY_MESSAGE}")],
         ),
     ];
     for (i, (case, spec, expected)) in v2_cases.into_iter().enumerate() {
@@ -759,7 +762,7 @@ async fn capi_machine_set_in_both_versions() -> TestResult {
             vec![
                 "spec.template.spec.bootstrap: Required value",
                 "spec.template.spec.infrastructureRef: Required value",
-                "spec.template.spec.readinessGates[1]: Duplicate value: {\"conditionType\":\"Ready\"}",
+                "spec.template.spec.readinessGates[1]: Duplicate value: map[string]interface {}{\"conditionType\":\"Ready\"}",
             ],
         ),
     ];
@@ -925,7 +928,7 @@ fn aws_machine_spec() -> Value {
 
 /// The AWS machine spec's violations, at `prefix` (`spec` or `spec.template.spec`).
 fn aws_spec_cases(prefix: &str) -> Vec<(&'static str, Value, Vec<String>)> {
-    let cel = |message: &str| format!("{prefix}: Invalid value: {message}");
+    let cel = |message: &str| format!("{prefix}: Invalid value: \"object\": {message}");
     vec![
         (
             "instanceType is required",
@@ -1289,14 +1292,14 @@ async fn machine_api_rules() -> TestResult {
         invalid(
             &step(json!({"authoritativeAPI": "ClusterAPI"})).await?,
             &[
-                "status.authoritativeAPI: Invalid value: \"ClusterAPI\": The authoritativeAPI field must not transition directly from MachineAPI to ClusterAPI or vice versa. It must transition through Migrating.",
+                "status.authoritativeAPI: Invalid value: \"string\": The authoritativeAPI field must not transition directly from MachineAPI to ClusterAPI or vice versa. It must transition through Migrating.",
             ],
             plural,
         )?;
         invalid(
             &step(json!({"synchronizedGeneration": 2})).await?,
             &[
-                "status.synchronizedGeneration: Invalid value: synchronizedGeneration must not decrease unless authoritativeAPI is transitioning from Migrating to another value",
+                "status.synchronizedGeneration: Invalid value: \"object\": synchronizedGeneration must not decrease unless authoritativeAPI is transitioning from Migrating to another value",
             ],
             plural,
         )?;

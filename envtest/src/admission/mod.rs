@@ -274,7 +274,7 @@ pub fn admit(
         findings.push(
             "<nil>".into(),
             "FieldValueInvalid",
-            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
             Ratchet::Never,
         );
     } else {

@@ -95,6 +95,56 @@ fn builtin_column(
     }
 }
 
+/// kube's `layoutContainerCells`: one field of every container of the pod template, joined
+/// with commas.
+fn template_containers(object: &Value, field: &str) -> String {
+    let containers = object["spec"]["template"]["spec"]["containers"].as_array();
+    let values: Vec<&str> = containers
+        .into_iter()
+        .flatten()
+        .map(|c| c[field].as_str().unwrap_or_default())
+        .collect();
+    values.join(",")
+}
+
+/// `metav1.LabelSelectorAsSelector(selector).String()`: requirements sorted by key,
+/// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined with commas.
+fn selector_string(selector: &Value) -> String {
+    let mut requirements: Vec<(String, String)> = Vec::new();
+    if let Some(labels) = selector["matchLabels"].as_object() {
+        for (key, value) in labels {
+            requirements.push((
+                key.clone(),
+                format!("{key}={}", value.as_str().unwrap_or_default()),
+            ));
+        }
+    }
+    for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+        let key = expression["key"].as_str().unwrap_or_default();
+        let mut values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match expression["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => return "<invalid>".into(),
+        };
+        requirements.push((key.to_string(), text));
+    }
+    requirements.sort();
+    requirements
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn age(object: &Value) -> Value {
     json!(human_age(object["metadata"]["creationTimestamp"].as_str()))
 }
@@ -195,6 +245,55 @@ fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
                 json!(count(&o["secrets"]))
             }));
             columns.push(age_column());
+        }
+        ("apps", "Deployment") => {
+            columns.push(builtin_column(
+                "Ready",
+                "string",
+                "Number of the pod with ready state",
+                0,
+                |o| {
+                    let ready = o["status"]["readyReplicas"].as_i64().unwrap_or(0);
+                    let desired = o["spec"]["replicas"].as_i64().unwrap_or(0);
+                    json!(format!("{ready}/{desired}"))
+                },
+            ));
+            columns.push(builtin_column(
+                "Up-to-date",
+                "string",
+                "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                0,
+                |o| json!(o["status"]["updatedReplicas"].as_i64().unwrap_or(0)),
+            ));
+            columns.push(builtin_column(
+                "Available",
+                "string",
+                "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                0,
+                |o| json!(o["status"]["availableReplicas"].as_i64().unwrap_or(0)),
+            ));
+            columns.push(age_column());
+            columns.push(builtin_column(
+                "Containers",
+                "string",
+                "Names of each container in the template.",
+                1,
+                |o| json!(template_containers(o, "name")),
+            ));
+            columns.push(builtin_column(
+                "Images",
+                "string",
+                "Images referenced by each container in the template.",
+                1,
+                |o| json!(template_containers(o, "image")),
+            ));
+            columns.push(builtin_column(
+                "Selector",
+                "string",
+                "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                1,
+                |o| json!(selector_string(&o["spec"]["selector"])),
+            ));
         }
         ("coordination.k8s.io", "Lease") => {
             columns.push(builtin_column(
@@ -472,8 +571,37 @@ fn cell_for(type_: &str, value: &Value) -> Value {
     }
 }
 
-/// Prints a value as Go's JSONPath printer does (`fmt.Fprint` of the decoded value).
+/// Prints a value as client-go's `JSONPath.PrintResults` does: maps and lists as compact
+/// JSON (`["a","b"]`), scalars as text.
 fn print_value(value: &Value) -> String {
+    match value {
+        Value::Array(_) | Value::Object(_) => go_json(value),
+        scalar => print_scalar(scalar),
+    }
+}
+
+/// Go's `json.Marshal` of a decoded value: keys sorted, `<`, `>` and `&` escaped.
+fn go_json(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string(&sorted(value))
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// A scalar as Go's `fmt.Fprint` prints the decoded value.
+fn print_scalar(value: &Value) -> String {
     match value {
         Value::Null => "<nil>".into(),
         Value::String(s) => s.clone(),
@@ -483,19 +611,7 @@ fn print_value(value: &Value) -> String {
             (None, Some(f)) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
             _ => n.to_string(),
         },
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(print_value).collect();
-            format!("[{}]", parts.join(" "))
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{k}:{}", print_value(&map[*k])))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
+        Value::Array(_) | Value::Object(_) => go_json(value),
     }
 }
 
@@ -591,12 +707,20 @@ fn parse_jsonpath(path: &str) -> Result<Vec<Step>, String> {
     let chars: Vec<char> = path.chars().collect();
     let mut steps = Vec::new();
     let mut i = 0;
+    // client-go's `advance`: a name runs to the next unescaped terminator; its
+    // backslashes are then dropped (`machine\.openshift\.io/region` is one name).
     let ident = |i: &mut usize| {
-        let start = *i;
-        while *i < chars.len() && !matches!(chars[*i], '.' | '[') {
+        let mut name = String::new();
+        while *i < chars.len() && !matches!(chars[*i], '.' | '[' | ']') {
+            if chars[*i] == '\\' && *i + 1 < chars.len() {
+                *i += 1;
+            }
+            if chars[*i] != '\\' {
+                name.push(chars[*i]);
+            }
             *i += 1;
         }
-        chars[start..*i].iter().collect::<String>()
+        name
     };
     while i < chars.len() {
         match chars[i] {
@@ -636,7 +760,12 @@ fn parse_jsonpath(path: &str) -> Result<Vec<Step>, String> {
                 }
                 let end = end.ok_or_else(|| format!("unterminated [ in {path:?}"))?;
                 let inner: String = chars[start..end].iter().collect();
-                steps.push(parse_bracket(inner.trim())?);
+                match single_quoted(inner.trim()) {
+                    // client-go parses `['key']` as the field path `.key`: dots in it
+                    // separate fields unless escaped (`['a\.b/c']`).
+                    Some(key) => steps.extend(parse_jsonpath(&format!(".{key}"))?),
+                    None => steps.push(parse_bracket(inner.trim())?),
+                }
                 i = end + 1;
             }
             c => {
@@ -650,6 +779,13 @@ fn parse_jsonpath(path: &str) -> Result<Vec<Step>, String> {
         }
     }
     Ok(steps)
+}
+
+/// The key of a `['key']` bracket (client-go's `^'([^']*)'$`).
+fn single_quoted(s: &str) -> Option<&str> {
+    s.strip_prefix('\'')
+        .and_then(|r| r.strip_suffix('\''))
+        .filter(|key| !key.contains('\''))
 }
 
 fn unquote(s: &str) -> Option<&str> {
@@ -794,7 +930,10 @@ mod tests {
             eval(".status.conditions[?(@.type==\"Ready\")].status"),
             vec![json!("True")]
         );
-        assert_eq!(eval(".metadata.labels['a.b/c']"), vec![json!("x")]);
+        // As client-go: dots in a bracketed key separate fields unless escaped.
+        assert_eq!(eval(".metadata.labels['a\\.b/c']"), vec![json!("x")]);
+        assert_eq!(eval(".metadata.labels.a\\.b/c"), vec![json!("x")]);
+        assert_eq!(eval(".metadata.labels['a.b/c']"), Vec::<Value>::new());
         assert_eq!(eval(".spec.list[-1]"), vec![json!(3)]);
         assert_eq!(eval(".spec.list[*]").len(), 3);
         assert_eq!(eval(".spec.missing"), Vec::<Value>::new());
@@ -808,7 +947,12 @@ mod tests {
         assert_eq!(cell_for("string", &json!(3)), json!("3"));
         assert_eq!(
             cell_for("string", &json!({"b": 1, "a": "x"})),
-            json!("map[a:x b:1]")
+            json!(r#"{"a":"x","b":1}"#)
+        );
+        assert_eq!(cell_for("string", &json!(["a", "b"])), json!(r#"["a","b"]"#));
+        assert_eq!(
+            cell_for("string", &json!({"z": [1, {"y": "<&>", "x": null}]})),
+            json!(r#"{"z":[1,{"x":null,"y":"\u003c\u0026\u003e"}]}"#)
         );
         assert_eq!(cell_for("boolean", &json!(true)), json!(true));
         assert_eq!(cell_for("date", &json!("nope")), json!("<invalid>"));

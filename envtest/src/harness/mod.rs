@@ -77,6 +77,7 @@ pub struct TestEnvBuilder {
     port: u16,
     limits: Limits,
     state_dir: Option<PathBuf>,
+    garbage_collection: bool,
     deferred_error: Option<String>,
 }
 
@@ -94,6 +95,7 @@ impl Default for TestEnvBuilder {
             port: 0,
             limits: Limits::default(),
             state_dir: None,
+            garbage_collection: true,
             deferred_error: None,
         }
     }
@@ -211,6 +213,14 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Runs the garbage collector (the default), as kube-controller-manager does beside
+    /// kube-apiserver; `false` for a test that wants owner references left alone (DELETE
+    /// then ignores `propagationPolicy`, as kube-apiserver without garbage collection).
+    pub fn garbage_collection(mut self, enabled: bool) -> Self {
+        self.garbage_collection = enabled;
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
@@ -282,6 +292,9 @@ impl TestEnvBuilder {
             shutdown: tokio::sync::watch::Sender::new(0),
             denials: Default::default(),
         });
+        shared
+            .store
+            .write(|state| state.garbage_collection = self.garbage_collection);
         if !restored {
             let mut crds = Vec::new();
             for dir in &self.crd_dirs {
@@ -290,6 +303,9 @@ impl TestEnvBuilder {
             crds.extend(self.crds);
             seed(&shared.store, &crds, &self.namespaces, self.objects)?;
         }
+        let collector = self
+            .garbage_collection
+            .then(|| crate::controllers::gc::spawn(shared.store.clone()));
         let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone(), self.limits)?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;
@@ -302,6 +318,7 @@ impl TestEnvBuilder {
             client,
             listener: Some(server),
             limits: self.limits,
+            collector,
             kubeconfig_file: OnceLock::new(),
         })
     }
@@ -445,6 +462,7 @@ pub struct TestEnv {
     client: kube::Client,
     listener: Option<Listener>,
     limits: Limits,
+    collector: Option<tokio::task::JoinHandle<()>>,
     kubeconfig_file: OnceLock<(PathBuf, PathBuf)>,
 }
 
@@ -633,6 +651,9 @@ impl Drop for TestEnv {
         self.shared.shutdown.send_modify(|n| *n += 1);
         if let Some(listener) = self.listener.take() {
             listener.abort();
+        }
+        if let Some(collector) = self.collector.take() {
+            collector.abort();
         }
         if let Some((dir, _)) = self.kubeconfig_file.get() {
             let _ = std::fs::remove_dir_all(dir);

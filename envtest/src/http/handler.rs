@@ -192,6 +192,11 @@ where
             .inspect_err(|error| shared.denials.record(&user, error))?;
         }
     }
+    crate::objects::subresources::check_served(
+        &info,
+        path.subresource.as_deref(),
+        path.name.as_deref().unwrap_or_default(),
+    )?;
     let body = read_body(request.into_body()).await?;
     // YAML is converted off the async workers; everything below sees JSON.
     let (body, content_type) = super::yaml::to_json(content_type.as_deref(), body).await?;
@@ -252,6 +257,9 @@ where
     };
     if verb == "list" {
         return crate::admission::with_warnings(ctx.list().await, info.deprecation.as_slice());
+    }
+    if verb == "get" {
+        ctx.wait_for_get().await?;
     }
     let field_validation =
         crate::admission::FieldValidation::parse(params.get("fieldValidation").map(String::as_str))?;
@@ -614,6 +622,21 @@ impl Ctx<'_> {
         ))
     }
 
+    /// A GET at a resourceVersion the store has not reached waits for it, as kube's watch
+    /// cache does (then 504 "Too large resource version").
+    async fn wait_for_get(&self) -> ApiResult<()> {
+        let wanted = match self.params.get("resourceVersion").map(String::as_str) {
+            None | Some("" | "0") => return Ok(()),
+            Some(rv) => rv
+                .parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        };
+        if wanted > self.shared.store.read().rv {
+            self.wait_for(wanted).await?;
+        }
+        Ok(())
+    }
+
     async fn wait_for(&self, wanted: u64) -> ApiResult<()> {
         let mut rx = self.shared.store.subscribe();
         let wait = rx.wait_for(|rv| *rv >= wanted);
@@ -676,6 +699,20 @@ impl Ctx<'_> {
         let key = self.key();
         let stored = self.shared.store.write(|state| {
             if let Some(live) = state.get(&key, &self.namespace, &self.name).cloned() {
+                // A uid in the body is a precondition (kube's defaultUpdatedObjectInfo).
+                let actual = live["metadata"]["uid"].as_str().unwrap_or_default();
+                if let Some(uid) = object["metadata"]["uid"].as_str().filter(|u| !u.is_empty())
+                    && uid != actual
+                {
+                    return Err(ApiError::conflict(
+                        &self.info.group,
+                        &self.info.plural,
+                        &self.name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                        ),
+                    ));
+                }
                 let live = objects::present(self.info, &live);
                 apply::track_update(state, self.info, endpoint, Some(&live), &mut object, &manager);
             }
@@ -762,6 +799,7 @@ impl Ctx<'_> {
             dry_run: self.dry_run,
             ..DeleteOptions::default()
         };
+        let mut decoded = None;
         if !body.is_empty() {
             let value: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
@@ -771,7 +809,9 @@ impl Ctx<'_> {
             if let Some(dry) = value["dryRun"].as_array() {
                 options.dry_run |= dry.iter().any(|d| d == "All");
             }
+            decoded = Some(value);
         }
+        options.cascade = crate::objects::deletion::Cascade::parse(decoded.as_ref(), self.params)?;
         Ok(options)
     }
 
@@ -783,10 +823,7 @@ impl Ctx<'_> {
             .write(|state| objects::delete(state, self.info, &self.namespace, &self.name, &options))?;
         if !gone {
             // kube-apiserver answers 202 only when orphanDependents=false was asked for.
-            let orphan = |v: Option<&Value>| v.is_some_and(|v| v == false || v == "false");
-            let body: Option<Value> = serde_json::from_slice(body).ok();
-            let accepted = orphan(body.as_ref().and_then(|b| b.get("orphanDependents")))
-                || orphan(self.params.get("orphanDependents").map(|v| json!(v)).as_ref());
+            let accepted = options.cascade.orphan_dependents == Some(false);
             return self.respond(if accepted { 202 } else { 200 }, &object);
         }
         // Custom resources answer the deleted object, namespaces their last state.

@@ -3,7 +3,7 @@
 //! `fieldValidation=Strict`; empty `omitempty` fields left out; `[]byte` fields must be
 //! base64; wrongly typed fields are 400), with the JSON forms of [`crate::resources::protobuf`], and
 //! defaulting (`Secret.type` is `Opaque`; `Secret.stringData` is write-only, merged into
-//! `data`).
+//! `data`; Deployments as [`super::deployments`] says).
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -49,7 +49,11 @@ pub fn prepare(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
         return Ok(());
     }
     defaults(info, object)?;
-    decode(info, object)
+    decode(info, object)?;
+    if (info.group.as_str(), info.kind.as_str()) == ("apps", "Deployment") {
+        super::deployments::default_deployment(object);
+    }
+    Ok(())
 }
 
 /// Decodes the object into its Go type and back, as kube-apiserver does: unknown fields

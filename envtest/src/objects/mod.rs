@@ -4,7 +4,10 @@
 //! defaults the built-in kinds as their registry strategies do.
 
 pub mod builtin;
+pub mod deletion;
+pub mod deployments;
 pub mod events;
+pub mod subresources;
 
 use std::sync::Arc;
 
@@ -40,6 +43,9 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun: [All]`.
     pub dry_run: bool,
+    /// `propagationPolicy` / `orphanDependents`: what the garbage collector does with the
+    /// dependents.
+    pub cascade: deletion::Cascade,
 }
 
 /// The current time as a Kubernetes timestamp.
@@ -251,9 +257,15 @@ pub fn create(
     }
     admission::warn(object_meta::warnings(meta(&object)));
     if meta_str(&object, "resourceVersion").is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
+        // kube's storage refuses it with a plain error, which the server answers as 500.
+        const SET: &str = "resourceVersion should not be set on objects to be created";
+        let mut error = ApiError::internal(SET);
+        error.details.causes.push(crate::meta::errors::Cause {
+            reason: String::new(),
+            message: SET.into(),
+            field: String::new(),
+        });
+        return Err(error);
     }
     check_namespace_exists(state, info, namespace, true)?;
     if state.get(&key, namespace, &name).is_some() {
@@ -286,6 +298,10 @@ pub fn create(
         prepare_crd(state, &mut object, &name, None)?;
     }
     admission::admit(info, &mut object, None, false)?;
+    let causes = subresources::validate_scale(info, &object, Endpoint::Main);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, &name, causes));
+    }
     admission::to_storage(info, &mut object);
     if dry_run {
         return Ok(Arc::new(object));
@@ -367,6 +383,7 @@ fn prepare_crd(state: &State, object: &mut Value, name: &str, old: Option<&Value
             }
         }
     }
+    causes.extend(crate::schema::definition::rule_causes(spec));
     if !causes.is_empty() {
         return Err(ApiError::invalid("apiextensions.k8s.io", kind, name, causes));
     }
@@ -575,6 +592,10 @@ pub fn update(
         Some(current.as_ref()),
         endpoint == Endpoint::Status,
     )?;
+    let causes = subresources::validate_scale(info, &new, endpoint);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &kind, name, causes));
+    }
     admission::to_storage(info, &mut new);
     if new == *old {
         // A no-op update does not bump the resourceVersion, as in kube-apiserver.
@@ -647,25 +668,51 @@ pub fn delete(
             ));
         }
     }
-    if options.dry_run {
-        return Ok((old.clone(), finalizers(&old).is_empty()));
-    }
     if key == NAMESPACE_KEY {
+        if options.dry_run {
+            return Ok((old.clone(), finalizers(&old).is_empty()));
+        }
         return delete_namespace(state, name, old);
     }
-    if !finalizers(&old).is_empty() {
-        if meta_str(&old, "deletionTimestamp").is_some() {
-            return Ok((old, false));
-        }
+    // The collector's finalizers as the options ask (only while it runs, as kube-apiserver
+    // with `EnableGarbageCollection` off), then: pending finalizers keep the object.
+    let current = finalizers(&old);
+    let wanted = if state.garbage_collection {
+        options.cascade.finalizers(&current)
+    } else {
+        None
+    };
+    let pending = wanted.as_ref().unwrap_or(&current);
+    if !pending.is_empty() {
         let mut new = old.as_ref().clone();
         let meta = meta_mut(&mut new)?;
-        meta.insert("deletionTimestamp".into(), json!(now()));
+        if let Some(wanted) = &wanted {
+            meta.insert("finalizers".into(), json!(wanted));
+        }
+        if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
+            // As kube-apiserver's markAsDeleting: the first DELETE bumps the generation.
+            if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+                && generation > 0
+            {
+                meta.insert("generation".into(), json!(generation + 1));
+            }
+            meta.insert("deletionTimestamp".into(), json!(now()));
+        }
         meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        if new == *old {
+            return Ok((old, false));
+        }
+        if options.dry_run {
+            return Ok((Arc::new(new), false));
+        }
         let stored = state.put(&key, namespace, name, new, EventType::Modified);
         if key == CRD_KEY {
             rebuild_registry(state);
         }
         return Ok((stored, false));
+    }
+    if options.dry_run {
+        return Ok((old, true));
     }
     let stored = state.put(&key, namespace, name, old.as_ref().clone(), EventType::Deleted);
     if key == CRD_KEY {

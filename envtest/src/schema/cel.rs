@@ -23,7 +23,7 @@ use cel::objects::{Key, Map as CelMap, OptionalValue};
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use crate::schema::validate::{Findings, Path, Ratchet, Seg, bad_value, correlate_list};
+use crate::schema::validate::{Findings, Path, Ratchet, Seg, correlate_list};
 use crate::schema::{ListType, Origin, Schema, Type};
 
 /// A rule that is not evaluated, and why.
@@ -668,25 +668,36 @@ fn run_rules(
                 if !rule.field_path.is_empty() {
                     at.push(Seg::Prop(rule.field_path.clone()));
                 }
-                let scalar = !matches!(value, Value::Object(_) | Value::Array(_));
+                // kube's fieldErrorForReason: the bad value is the schema's type name
+                // (`spec: Invalid value: "object": …`), whatever the value.
                 let (reason, text) = match rule.reason.as_str() {
                     "FieldValueForbidden" => ("FieldValueForbidden", format!("Forbidden: {detail}")),
                     "FieldValueRequired" => ("FieldValueRequired", format!("Required value: {detail}")),
-                    "FieldValueDuplicate" if scalar => (
-                        "FieldValueDuplicate",
-                        format!("Duplicate value: {}", bad_value(value)),
-                    ),
-                    "FieldValueDuplicate" => ("FieldValueDuplicate", "Duplicate value".to_string()),
-                    _ if scalar => (
+                    "FieldValueDuplicate" => {
+                        ("FieldValueDuplicate", format!("Duplicate value: \"{type_name}\""))
+                    }
+                    _ => (
                         "FieldValueInvalid",
-                        format!("Invalid value: {}: {detail}", bad_value(value)),
+                        format!("Invalid value: \"{type_name}\": {detail}"),
                     ),
-                    _ => ("FieldValueInvalid", format!("Invalid value: {detail}")),
                 };
                 out.push(at.field(), reason, text, ratchet);
             }
         }
     }
+}
+
+/// Why an expression does not compile, worded as kube's CEL compiler (`compilation failed:`
+/// and cel-go's error listing, ` | ` before the source line and the caret). `None` when it
+/// parses, or when the parser here lacks a syntax cel-go has (then the rule is skipped at
+/// evaluation instead). Only syntax is checked: there is no type checker here.
+pub fn compile_error(source: &str) -> Option<String> {
+    let errors = ENV.compile(source).err()?;
+    let text = errors.to_string();
+    if text.contains("unsupported syntax") {
+        return None;
+    }
+    Some(format!("compilation failed: {}", text.replace("\n| ", "\n | ")))
 }
 
 /// Every skipped rule of a schema tree.

@@ -14,6 +14,7 @@
 
 pub mod cel;
 pub mod default;
+pub mod definition;
 pub mod formats;
 pub mod prune;
 pub mod validate;

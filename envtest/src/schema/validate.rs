@@ -208,14 +208,39 @@ pub fn go_number(n: &serde_json::Number) -> String {
     }
 }
 
-/// How apimachinery's `ErrorBody` shows a bad value: strings quoted, numbers and booleans
-/// as they are, anything else as JSON.
+/// How apimachinery's `ErrorBody` shows a bad value: `null` as the string `"null"`,
+/// strings quoted, numbers and booleans as they are, maps and lists as Go's `%#v` of the
+/// decoded value (`map[string]interface {}{"type":"Ready"}`).
 pub fn bad_value(value: &Value) -> String {
     match value {
+        Value::Null => go_quote("null"),
         Value::String(s) => go_quote(s),
         Value::Number(n) => go_number(n),
         Value::Bool(b) => b.to_string(),
-        other => serde_json::to_string(other).unwrap_or_default(),
+        other => go_sharp_v(other),
+    }
+}
+
+/// Go's `%#v` of a decoded JSON value (maps with sorted keys, as `fmt` prints them).
+pub fn go_sharp_v(value: &Value) -> String {
+    match value {
+        Value::Null => "interface {}(nil)".into(),
+        Value::String(s) => go_quote(s),
+        Value::Number(n) => go_number(n),
+        Value::Bool(b) => b.to_string(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(go_sharp_v).collect();
+            format!("[]interface {{}}{{{}}}", parts.join(", "))
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", go_quote(k), go_sharp_v(&map[k])))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", parts.join(", "))
+        }
     }
 }
 
@@ -1086,4 +1111,31 @@ fn repeated<'a>(values: impl ExactSizeIterator<Item = &'a Value>) -> Vec<usize> 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn bad_values_print_as_apimachinery_error_body() {
+        assert_eq!(bad_value(&Value::Null), "\"null\"");
+        assert_eq!(bad_value(&json!("a\"b")), "\"a\\\"b\"");
+        assert_eq!(bad_value(&json!(80)), "80");
+        assert_eq!(bad_value(&json!(1.5)), "1.5");
+        assert_eq!(
+            bad_value(&json!({"type": "Ready"})),
+            "map[string]interface {}{\"type\":\"Ready\"}"
+        );
+        assert_eq!(
+            bad_value(&json!({"protocol": "TCP", "name": "a", "port": 80})),
+            "map[string]interface {}{\"name\":\"a\", \"port\":80, \"protocol\":\"TCP\"}"
+        );
+        assert_eq!(
+            bad_value(&json!(["a", null, {"b": true}, []])),
+            "[]interface {}{\"a\", interface {}(nil), map[string]interface {}{\"b\":true}, []interface {}{}}"
+        );
+    }
 }

@@ -101,6 +101,9 @@ pub struct State {
     pub registry: Arc<Registry>,
     /// Where every change is also written, with a state directory.
     pub journal: Option<Journal>,
+    /// Whether the garbage collector runs: DELETE then honours `propagationPolicy` with the
+    /// `orphan` / `foregroundDeletion` finalizers.
+    pub garbage_collection: bool,
 }
 
 impl State {
@@ -215,6 +218,7 @@ impl Store {
             log_bytes: 0,
             journal: None,
             registry: Arc::new(Registry::build([])),
+            garbage_collection: true,
         };
         Self {
             state: Mutex::new(state),

@@ -243,7 +243,11 @@ fn to_set_at(value: &Value, ty: Ty<'_>, path: &mut Vec<Element>, out: &mut Set) 
             for (k, v) in map {
                 path.push(fieldpath::field(k));
                 to_set_at(v, ty.child(k), path, out)?;
-                if !ty.is_field(k) {
+                // As structured-merge-diff's walker: a null or an empty map is a leaf the
+                // applier owns (so `docker: {}` stays and is recorded), and so is every
+                // key of a map that is not a declared field.
+                let leaf = v.is_null() || v.as_object().is_some_and(Map::is_empty);
+                if leaf || !ty.is_field(k) {
                     out.insert(path);
                 }
                 path.pop();

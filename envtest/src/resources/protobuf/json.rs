@@ -93,16 +93,28 @@ pub fn object(value: &Value) -> Result<&Map<String, Value>, String> {
 }
 
 /// Declares the JSON form of a protobuf message: `message!(Type { field => "json", … })`,
-/// with an optional rule per field (`field: Unset => "json"`, default [`Omit::Empty`]).
+/// with an optional rule per field (`field: Unset => "json"`, default [`Omit::Empty`]),
+/// and after `; inline: [field, …]` the Go structs embedded with `json:",inline"`, whose
+/// fields are written and read at this message's level.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! message {
     ($ty:ty { $($field:ident $(: $omit:ident)? => $json:literal),* $(,)? }) => {
+        $crate::message!($ty { $($field $(: $omit)? => $json),* }; inline: []);
+    };
+    ($ty:ty { $($field:ident $(: $omit:ident)? => $json:literal),* $(,)? }; inline: [$($inline:ident),* $(,)?]) => {
         impl $crate::resources::protobuf::json::Repeated for $ty {}
         impl $crate::resources::protobuf::json::Json for $ty {
             fn to_json(&self) -> ::serde_json::Value {
                 #[allow(unused_mut)]
                 let mut map = ::serde_json::Map::new();
+                $(
+                    if let ::serde_json::Value::Object(fields) =
+                        $crate::resources::protobuf::json::Json::to_json(&self.$inline)
+                    {
+                        map.extend(fields);
+                    }
+                )*
                 $(
                     $crate::resources::protobuf::json::put(
                         &mut map,
@@ -121,6 +133,7 @@ macro_rules! message {
                 let map = $crate::resources::protobuf::json::object(value)?;
                 #[allow(unused_mut)]
                 let mut out = Self::default();
+                $( out.$inline = $crate::resources::protobuf::json::Json::from_json(value)?; )*
                 $( $crate::resources::protobuf::json::take(map, $json, &mut out.$field)?; )*
                 Ok(out)
             }
@@ -133,7 +146,31 @@ macro_rules! message {
                     let _ = &field;
                     match key.as_str() {
                         $( $json => $crate::resources::protobuf::json::unknown_in(&shape.$field, field, &at, out), )*
-                        _ => out.push(at),
+                        _ => {
+                            // A key of an inlined struct is known when that struct has it.
+                            #[allow(unused_mut)]
+                            let mut known = false;
+                            $(
+                                if !known {
+                                    let mut single = ::serde_json::Map::new();
+                                    single.insert(key.clone(), field.clone());
+                                    let mut inner = Vec::new();
+                                    $crate::resources::protobuf::json::unknown_in(
+                                        &shape.$inline,
+                                        &::serde_json::Value::Object(single),
+                                        path,
+                                        &mut inner,
+                                    );
+                                    if !inner.contains(&at) {
+                                        out.extend(inner);
+                                        known = true;
+                                    }
+                                }
+                            )*
+                            if !known {
+                                out.push(at);
+                            }
+                        }
                     }
                 }
             }
@@ -269,9 +306,11 @@ impl Json for Vec<u8> {
     }
 }
 
-/// Repeated fields (messages and strings).
+/// Repeated fields (messages, strings and integers; `bytes` is `Vec<u8>`, not repeated).
 pub trait Repeated: Json {}
 impl Repeated for String {}
+impl Repeated for i32 {}
+impl Repeated for i64 {}
 
 impl<T: Repeated> Json for Vec<T> {
     fn to_json(&self) -> Value {

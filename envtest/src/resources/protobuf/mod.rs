@@ -16,8 +16,10 @@
 
 pub mod json;
 pub mod types;
+pub mod workloads;
 
 use bytes::Bytes;
+use k8s_pb::api::apps::v1 as apps;
 use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::autoscaling::v1 as autoscaling;
@@ -123,6 +125,7 @@ pub fn codec_for(api_version: &str, kind: &str) -> Option<Codec> {
         ("v1", "Event") => codec::<core::Event>(),
         ("events.k8s.io/v1", "Event") => codec::<events::Event>(),
         ("coordination.k8s.io/v1", "Lease") => codec::<coordination::Lease>(),
+        ("apps/v1", "Deployment") => codec::<apps::Deployment>(),
         ("rbac.authorization.k8s.io/v1", "Role") => codec::<rbac::Role>(),
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => codec::<rbac::RoleBinding>(),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => codec::<rbac::ClusterRole>(),

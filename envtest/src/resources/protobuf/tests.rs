@@ -278,3 +278,51 @@ fn body_types() {
     assert_eq!(BodyType::of(Some("application/yaml")), BodyType::Yaml);
     assert_eq!(BodyType::of(Some("text/plain")), BodyType::Other);
 }
+
+#[test]
+fn deployments_round_trip_with_inlined_structs_and_unknown_fields() {
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 0, "paused": true, "minReadySeconds": 5,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": "25%"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "containers": [{
+                    "name": "nginx", "image": "nginx:1.27", "command": ["nginx"], "args": ["-g", "daemon off;"],
+                    "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+                    "env": [{"name": "A", "value": "b"}, {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                            {"name": "K", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k", "optional": false}}}],
+                    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m"}},
+                    "readinessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"}, "periodSeconds": 10},
+                    "livenessProbe": {"exec": {"command": ["true"]}, "initialDelaySeconds": 3},
+                    "securityContext": {"runAsUser": 0, "runAsNonRoot": false, "privileged": false, "capabilities": {"drop": ["ALL"]}},
+                    "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": true}],
+                }],
+                "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
+                            {"name": "s", "secret": {"secretName": "s", "defaultMode": 420}},
+                            {"name": "c", "configMap": {"name": "cm", "items": [{"key": "a", "path": "b"}]}}],
+                "terminationGracePeriodSeconds": 0, "hostNetwork": true, "nodeSelector": {"a": "b"},
+                "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "In", "values": ["a"]}]}]}}},
+            }},
+        },
+        "status": {"replicas": 2, "readyReplicas": 1, "conditions": [{"type": "Available", "status": "True", "lastUpdateTime": "2025-01-02T03:04:05Z", "lastTransitionTime": "2025-01-02T03:04:05Z", "reason": "R", "message": "M"}]},
+    });
+    assert_round_trips(&deployment);
+    // Fields of inlined structs (a volume's source, a probe's handler, a key selector's
+    // name) are known, others are not.
+    let codec = codec_for("apps/v1", "Deployment").unwrap_or_else(|| panic!("no Deployment codec"));
+    assert_eq!((codec.unknown)(&deployment), Vec::<String>::new());
+    let mut bogus = deployment.clone();
+    bogus["spec"]["template"]["spec"]["volumes"][0]["bogus"] = json!(1);
+    bogus["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["nope"] = json!(1);
+    assert_eq!(
+        (codec.unknown)(&bogus),
+        [
+            "spec.template.spec.containers[0].readinessProbe.httpGet.nope",
+            "spec.template.spec.volumes[0].bogus"
+        ]
+    );
+}
