@@ -12,6 +12,11 @@
 //! MAPI converts those pairs back. MachineSets (1 per 100 Machines) are timed too. Each
 //! round is timed whole (wall clock, one thread); the best and the median round are
 //! reported, as objects per second.
+//!
+//! Wall clock on a shared machine is noisy; the instruction count is not:
+//! `valgrind --tool=callgrind target/release/deps/convert-* --quick`, then
+//! `callgrind_annotate --inclusive=yes` on its output, divided by the calls (the
+//! MAPI → CAPI conversion also runs once, untimed, to build the CAPI input).
 
 use std::time::{Duration, Instant};
 

@@ -25,20 +25,30 @@ impl FieldPath {
         if self.0.is_empty() {
             Self(name.to_owned())
         } else {
-            Self(format!("{}.{name}", self.0))
+            self.joined(&[".", name])
         }
     }
 
     /// The path of a list item of this field.
     #[must_use]
     pub fn index(&self, index: usize) -> Self {
-        Self(format!("{}[{index}]", self.0))
+        self.joined(&["[", &index.to_string(), "]"])
     }
 
     /// The path of a map entry of this field.
     #[must_use]
     pub fn key(&self, key: &str) -> Self {
-        Self(format!("{}[{key}]", self.0))
+        self.joined(&["[", key, "]"])
+    }
+
+    /// This path followed by `parts`, in one allocation: conversions build a path for
+    /// every field they look at, so this is on the hot path (`format!` costs several
+    /// times more).
+    fn joined(&self, parts: &[&str]) -> Self {
+        let mut path = String::with_capacity(self.0.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+        path.push_str(&self.0);
+        parts.iter().for_each(|part| path.push_str(part));
+        Self(path)
     }
 
     /// The path as text.

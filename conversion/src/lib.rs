@@ -63,6 +63,7 @@
 
 pub mod aws;
 pub mod capi_to_mapi;
+mod decode;
 pub mod errors;
 pub mod infrastructure;
 pub mod mapi_to_capi;

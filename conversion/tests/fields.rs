@@ -374,6 +374,24 @@ fn unsupported_mapi_fields_are_errors_with_their_paths() {
             vec![format!("{value}.instanceType")],
         ),
         (
+            // A foreign kind is the one error, whatever else does not fit the AWS type.
+            provider_patch(json!({"kind": "GCPMachineProviderSpec", "instanceType": 7, "zone": "z"})),
+            vec![format!("{value}.kind")],
+        ),
+        (
+            provider_patch(
+                json!({"blockDevices": [{"ebs": {"volumeSize": 120, "newKnob": true}}], "later": [1]}),
+            ),
+            vec![
+                format!("{value}.blockDevices[0].ebs.newKnob"),
+                format!("{value}.later"),
+            ],
+        ),
+        (
+            provider_patch(json!({"metadataServiceOptions": {"hopLimit": 2}})),
+            vec![format!("{value}.metadataServiceOptions.hopLimit")],
+        ),
+        (
             json!({"spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}}),
             vec!["spec.taints".to_owned()],
         ),
@@ -410,6 +428,17 @@ fn unsupported_mapi_fields_are_errors_with_their_paths() {
         };
         assert_eq!(error_paths(&errors), expected, "{patch}");
     }
+}
+
+#[test]
+fn unknown_fields_holding_go_zero_values_carry_nothing() {
+    let patch = provider_patch(json!({"later": {"a": "", "b": {}}, "gone": [], "off": {"x": {"y": ""}}}));
+    let converted = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra());
+    let base = mapi_to_capi::convert_machine(&mapi_machine(&json!({})), &infra());
+    assert_eq!(
+        converted.map(|c| c.warnings).map_err(|e| error_paths(&e)),
+        base.map(|c| c.warnings).map_err(|e| error_paths(&e))
+    );
 }
 
 #[test]

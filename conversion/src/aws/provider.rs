@@ -5,14 +5,12 @@
 //! They have no CRD (they travel inside a Machine as an opaque object), so they are
 //! written by hand. Enumerations are kept as strings: a value this build does not know is
 //! read and reported as a field error by the conversion, instead of failing the parse.
-//! Fields this type does not know are found by [`unknown_fields`] and reported too, so
-//! nothing in a providerSpec is dropped silently.
+//! Fields this type does not know are found while it decodes (`crate::decode`) and
+//! reported too, so nothing in a providerSpec is dropped silently.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::errors::FieldPath;
 
 /// The `kind` of a Machine API AWS providerSpec.
 pub const PROVIDER_CONFIG_KIND: &str = "AWSMachineProviderConfig";
@@ -332,76 +330,4 @@ pub struct DedicatedHostStatus {
     /// Host ID.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
-}
-
-/// The fields of `input` that `parsed` (the same object after a parse into a typed value
-/// and back) no longer has: fields the type does not know. Nulls and empty objects or
-/// lists carry nothing and are not reported.
-pub fn unknown_fields(input: &Value, parsed: &Value, path: &FieldPath) -> Vec<FieldPath> {
-    let mut found = Vec::new();
-    collect_unknown(input, parsed, path, &mut found);
-    found
-}
-
-fn collect_unknown(input: &Value, parsed: &Value, path: &FieldPath, found: &mut Vec<FieldPath>) {
-    match (input, parsed) {
-        (Value::Object(input), Value::Object(parsed)) => {
-            for (key, value) in input {
-                match parsed.get(key) {
-                    Some(kept) => collect_unknown(value, kept, &path.child(key), found),
-                    None if carries_nothing(value) => {}
-                    None => found.push(path.child(key)),
-                }
-            }
-        }
-        (Value::Array(input), Value::Array(parsed)) => {
-            for (index, (value, kept)) in input.iter().zip(parsed).enumerate() {
-                collect_unknown(value, kept, &path.index(index), found);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Null, the empty string, or objects and lists with nothing but such values inside (Go's
-/// zero values, which the typed value leaves out).
-fn carries_nothing(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::String(text) => text.is_empty(),
-        Value::Object(map) => map.values().all(carries_nothing),
-        Value::Array(items) => items.is_empty(),
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn unknown_fields_are_found_with_their_paths() {
-        let input = json!({
-            "instanceType": "m6i.xlarge",
-            "future": {"x": 1},
-            "metadata": {"creationTimestamp": null},
-            "blockDevices": [{"ebs": {"volumeSize": 120, "newKnob": true}}],
-            "publicIp": null,
-            "metadataServiceOptions": {}
-        });
-        let parsed: AwsMachineProviderConfig = serde_json::from_value(input.clone()).unwrap_or_default();
-        let back = serde_json::to_value(&parsed).unwrap_or_default();
-        let unknown: Vec<String> = unknown_fields(&input, &back, &FieldPath::new("spec.providerSpec.value"))
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(
-            unknown,
-            [
-                "spec.providerSpec.value.blockDevices[0].ebs.newKnob",
-                "spec.providerSpec.value.future"
-            ]
-        );
-    }
 }

@@ -6,6 +6,7 @@ mod status;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::Resource;
+use serde_json::Value;
 use sync_core::api::ContractVersionedObjectReference;
 use sync_core::api::capi::{self, Bootstrap, MachineDeletionSpec, MachineSetDeletionSpec, TemplateMeta};
 use sync_core::api::mapi;
@@ -15,6 +16,7 @@ pub use self::aws::{DEFAULT_CREDENTIALS_SECRET, DEFAULT_ROOT_VOLUME_SIZE};
 pub use self::status::{CapiMachineStatus, convert_machine_set_status, convert_machine_status};
 use crate::aws::capa::{self, AwsMachine, AwsMachineSpec, AwsMachineTemplate, AwsMachineTemplateSpec};
 use crate::aws::provider::{self, AwsMachineProviderConfig};
+use crate::decode::{Decoded, decode};
 use crate::errors::{ConversionResult, FieldError, FieldPath, Report};
 use crate::infrastructure::AwsInfrastructure;
 use crate::meta::{self, Map};
@@ -187,8 +189,8 @@ pub fn convert_machine_set(
 
     let aws_spec_json = serde_json::to_vec(&converted.aws_spec).unwrap_or_default();
     let template_name = template_name(&name, &aws_spec_json);
-    let template_spec = retype::<AwsMachineSpec, capa::awsmachinetemplates::AwsMachineTemplateTemplateSpec>(
-        &converted.aws_spec,
+    let template_spec = retype_json::<capa::awsmachinetemplates::AwsMachineTemplateTemplateSpec>(
+        &aws_spec_json,
         &template_path.child("spec").child("providerSpec").child("value"),
         &mut report,
     );
@@ -369,6 +371,10 @@ fn convert_spec(
 }
 
 /// The AWS providerSpec of `spec`, with every field the type does not know reported.
+///
+/// One typed decode of the providerSpec's text finds its unknown fields too
+/// ([`decode`]); a providerSpec that does not decode is looked at again for its kind (a
+/// foreign kind is the error to report, not the field that does not fit).
 pub(crate) fn parse_provider(
     spec: &mapi::MachineSpec,
     path: &FieldPath,
@@ -381,8 +387,43 @@ pub(crate) fn parse_provider(
         ));
         return None;
     };
-    let value = raw.to_value();
-    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
+    match decode::<AwsMachineProviderConfig>(raw.as_str(), path) {
+        Ok(Decoded { value, unknown }) => {
+            if !check_kind(
+                value.kind.as_deref().unwrap_or_default(),
+                value.api_version.as_deref().unwrap_or_default(),
+                path,
+                report,
+            ) {
+                return None;
+            }
+            for unknown in unknown {
+                report.error(FieldError::unsupported(
+                    unknown,
+                    "set",
+                    "not a field of AWSMachineProviderConfig; it would be lost",
+                ));
+            }
+            Some(value)
+        }
+        Err(error) => {
+            let value = raw.to_value();
+            let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
+            if check_kind(text("kind"), text("apiVersion"), path, report) {
+                report.error(FieldError::invalid(
+                    error.path,
+                    error.message,
+                    "not a valid AWS providerSpec field",
+                ));
+            }
+            None
+        }
+    }
+}
+
+/// Whether a providerSpec of this `kind` converts (else the error is reported); an
+/// unknown `apiVersion` is reported too, but does not stop the conversion's checks.
+fn check_kind(kind: &str, api_version: &str, path: &FieldPath, report: &mut Report) -> bool {
     if kind != provider::PROVIDER_CONFIG_KIND {
         report.error(FieldError::unsupported(
             path.child("kind"),
@@ -392,12 +433,8 @@ pub(crate) fn parse_provider(
                 provider::PROVIDER_CONFIG_KIND
             ),
         ));
-        return None;
+        return false;
     }
-    let api_version = value
-        .get("apiVersion")
-        .and_then(|k| k.as_str())
-        .unwrap_or_default();
     if !api_version.is_empty() && !provider::PROVIDER_API_VERSIONS.contains(&api_version) {
         report.error(FieldError::unsupported(
             path.child("apiVersion"),
@@ -405,32 +442,7 @@ pub(crate) fn parse_provider(
             format!("must be one of {:?}", provider::PROVIDER_API_VERSIONS),
         ));
     }
-    let parsed: AwsMachineProviderConfig = match serde_path_to_error::deserialize(&value) {
-        Ok(parsed) => parsed,
-        Err(error) => {
-            let inner = error.path().to_string();
-            let field = if inner == "." {
-                path.clone()
-            } else {
-                path.child(&inner)
-            };
-            report.error(FieldError::invalid(
-                field,
-                error.inner().to_string(),
-                "not a valid AWS providerSpec field",
-            ));
-            return None;
-        }
-    };
-    let back = serde_json::to_value(&parsed).unwrap_or_default();
-    for unknown in provider::unknown_fields(&value, &back, path) {
-        report.error(FieldError::unsupported(
-            unknown,
-            "set",
-            "not a field of AWSMachineProviderConfig; it would be lost",
-        ));
-    }
-    Some(parsed)
+    true
 }
 
 /// Where a MAPI Machine's CAPI mirror belongs, from its owner references.
@@ -516,16 +528,29 @@ pub(crate) fn retype<From: serde::Serialize, To: serde::de::DeserializeOwned + D
     path: &FieldPath,
     report: &mut Report,
 ) -> To {
-    serde_json::to_value(value)
-        .and_then(serde_json::from_value)
-        .unwrap_or_else(|error| {
-            report.error(FieldError::invalid(
-                path.clone(),
-                error.to_string(),
-                "AWSMachine and AWSMachineTemplate specs differ in this build",
-            ));
-            To::default()
-        })
+    // Through compact text: one buffer, where a `Value` tree allocates every node.
+    match serde_json::to_vec(value) {
+        Ok(json) => retype_json(&json, path, report),
+        Err(error) => retype_failed(&error, path, report),
+    }
+}
+
+/// [`retype`] from the JSON text of the value (when the caller has it already).
+pub(crate) fn retype_json<To: serde::de::DeserializeOwned + Default>(
+    json: &[u8],
+    path: &FieldPath,
+    report: &mut Report,
+) -> To {
+    serde_json::from_slice(json).unwrap_or_else(|error| retype_failed(&error, path, report))
+}
+
+fn retype_failed<To: Default>(error: &serde_json::Error, path: &FieldPath, report: &mut Report) -> To {
+    report.error(FieldError::invalid(
+        path.clone(),
+        error.to_string(),
+        "AWSMachine and AWSMachineTemplate specs differ in this build",
+    ));
+    To::default()
 }
 
 #[cfg(test)]
