@@ -10,6 +10,7 @@ use controllers::simulate::{
     self, AWS_MACHINE_FINALIZER, CAPI_MACHINE_FINALIZER, CAPI_MACHINE_SET_FINALIZER, MAPI_MACHINE_FINALIZER,
     Reconciled, SimulatedProviders,
 };
+use envtest::TestEnv;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -18,7 +19,6 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::Namespaces;
 use sync_core::api::{capi, mapi};
-use envtest::TestEnv;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
