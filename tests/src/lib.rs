@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod handwritten;
+pub mod migration;
 pub mod real;
 
 use std::collections::BTreeMap;

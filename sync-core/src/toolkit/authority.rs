@@ -4,8 +4,10 @@
 //! The manager owns `authoritativeAPI` alone, except in the final write of a migration,
 //! which also resets the sync state (`synchronizedGeneration: 0`, `Synchronized=Unknown`
 //! `AuthoritativeAPIChanged`): the new authority has not been mirrored yet. The sync takes
-//! those two back with its next `Synchronized=True` (its manager forces them), so the next
-//! write here, which names only `authoritativeAPI`, never removes them.
+//! those back with its next `Synchronized=True` (its manager forces them), which the next
+//! migration waits for, so the next write here, which names only `authoritativeAPI`, never
+//! removes a field of theirs. (Nothing else may go into the final write: a field this
+//! manager alone owns would be removed, or half removed, by its next write.)
 
 use kube::Resource;
 use kube::api::Api;
