@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 /// The operator's namespace and ServiceAccount (deploy/operator).
 const SA_NS: &str = "openshift-machine-sync";
 const SA: &str = "machine-sync-controllers";
+/// Cluster API's infrastructure group (AWSMachines, their templates).
+const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
 /// The RBAC objects of `kubectl kustomize deploy/`.
 fn rbac() -> Vec<Value> {
@@ -50,23 +52,32 @@ fn rbac() -> Vec<Value> {
         .collect()
 }
 
-/// Grants the operator's stub hooks never use, shown needed by the end-to-end suite
-/// instead: `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/
-/// sync.rs `s17_reading_a_whole_infrastructure_object_needs_get`).
-///
-/// This scenario deletes nothing and runs no providers, so two grants of the sync are used
-/// by the real-sync suite instead (tests/tests/real_sync.rs, as the ServiceAccount under
-/// deploy/'s RBAC): `delete` of CAPI Machines and MachineSets (the deletion scenarios) and
-/// `patch` of their status (the status copy of a Running Machine).
+/// Grants this scenario cannot need, each shown needed by the end-to-end suite instead,
+/// which runs as the operator's ServiceAccount under deploy/'s RBAC (any Forbidden fails
+/// a scenario there):
+/// * `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/sync.rs
+///   `s17_reading_a_whole_infrastructure_object_needs_get`);
+/// * this scenario deletes nothing and runs no providers, so tests/tests/real_sync.rs proves
+///   the rest: `delete` of CAPI Machines and of MAPI Machines (the two Machine deletion
+///   scenarios), of CAPI and MAPI MachineSets and of InfraMachines and their templates
+///   (`deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates`,
+///   `an_infra_machine_spec_change_recreates_it`), and `patch` of CAPI Machines' status (the
+///   status copy of a Running Machine).
 fn proven_elsewhere(docs: &[Value], (d, r, verb): &Grant) -> bool {
     let rule = &docs[*d]["rules"][*r];
     let group = &rule["apiGroups"][0];
     let resource = rule["resources"][0].as_str().unwrap_or_default();
+    let namespace = &docs[*d]["metadata"]["namespace"];
+    let deletes_the_pair = verb == "delete"
+        && ((namespace == "openshift-cluster-api"
+            && (group == "cluster.x-k8s.io" || group == "infrastructure.cluster.x-k8s.io"))
+            || (namespace == "openshift-machine-api" && group == "machine.openshift.io"));
     (verb == "get" && group == "infrastructure.cluster.x-k8s.io")
+        || deletes_the_pair
         || (group == "cluster.x-k8s.io"
-            && docs[*d]["metadata"]["namespace"] == "openshift-cluster-api"
-            && ((verb == "delete" && resource == "machines")
-                || (verb == "patch" && resource == "machines/status")))
+            && namespace == "openshift-cluster-api"
+            && verb == "patch"
+            && resource == "machines/status")
 }
 
 /// One verb of one rule: (document, rule, verb).
@@ -277,6 +288,35 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         CAPI_NS,
         &kube::core::ApiResource::from_gvk(&GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Machine")),
     );
+    let dynamic = |group: &str, version: &str, kind: &str| {
+        Api::<DynamicObject>::namespaced_with(
+            admin.clone(),
+            CAPI_NS,
+            &kube::core::ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind)),
+        )
+    };
+    let capi_sets = dynamic("cluster.x-k8s.io", "v1beta2", "MachineSet");
+    let aws_machines = dynamic(INFRA_GROUP, "v1beta2", "AWSMachine");
+    let aws_templates = dynamic(INFRA_GROUP, "v1beta2", "AWSMachineTemplate");
+    // The AWS samples' mirrors: the Machine and its AWSMachine, the MachineSet and its
+    // hashed template (the MachineSet has no owner, so the sync reads the CAPI Cluster).
+    let mirrored = || async {
+        let exists = |api: Api<DynamicObject>, name: &'static str| async move {
+            api.get_opt(name).await.ok().flatten().is_some()
+        };
+        let templated = aws_templates
+            .list(&ListParams::default())
+            .await
+            .is_ok_and(|list| {
+                list.items
+                    .iter()
+                    .any(|t| t.name_any().starts_with("aws-workers-"))
+            });
+        templated
+            && exists(capi_machines.clone(), "aws-workers-1").await
+            && exists(aws_machines.clone(), "aws-workers-1").await
+            && exists(capi_sets.clone(), "aws-workers").await
+    };
     let denied = || !env.denials().is_empty();
     let (mut touched, mut retargeted) = (false, false);
     let completed = tokio::time::timeout(TIMEOUT, async {
@@ -313,7 +353,7 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
                     .await;
                 touched = true;
             }
-            if reconciled && capi_event >= 2 && mapi_event >= 2 {
+            if reconciled && capi_event >= 2 && mapi_event >= 2 && mirrored().await {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -545,8 +545,7 @@ async fn capi_machine_runs_on_its_aws_machine_and_deletes_it_before_its_finalize
         aws["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"],
         "sample"
     );
-    assert_eq!(aws["status"]["ready"], true);
-    assert_eq!(aws["status"]["initialization"]["provisioned"], true);
+    assert_eq!(aws["status"]["ready"], true, "{aws}");
     assert_eq!(aws["status"]["instanceState"], "running");
     assert_eq!(condition(&aws, "InstanceReady")["status"], "True");
     assert_eq!(condition(&aws, "Paused")["reason"], "NotPaused");
@@ -666,7 +665,7 @@ async fn capi_machine_and_aws_machine_pause_on_the_annotation_and_resume_without
     assert_eq!(condition(&json_of(&running), "Paused")["status"], "False");
     let aws = json_of(&infra.get("worker-5").await.ok());
     assert_eq!(condition(&aws, "Paused")["status"], "False");
-    assert_eq!(aws["status"]["ready"], true);
+    assert_eq!(aws["status"]["ready"], true, "{aws}");
     providers.stop().await;
 }
 
@@ -958,4 +957,23 @@ async fn capi_machine_set_clones_its_template_scales_and_deletes_its_machines() 
         "the set left Machines or AWSMachines behind"
     );
     providers.stop().await;
+}
+
+/// A stop that comes before the providers' caches have listed ends them at once
+/// (kube-runtime's graceful shutdown alone would wait for a cache that never fills).
+#[tokio::test]
+async fn providers_stopped_before_their_first_list_stop_at_once() {
+    let env = common::env().await;
+    let namespaces = Namespaces {
+        mapi: MAPI_NS.into(),
+        capi: CAPI_NS.into(),
+    };
+    let stop = CancellationToken::new();
+    stop.cancel();
+    let run = SimulatedProviders::new(env.client(), namespaces).run(stop);
+    assert!(
+        tokio::time::timeout(TIMEOUT, run).await.is_ok(),
+        "the providers did not stop"
+    );
+    env.stop().await;
 }

@@ -78,7 +78,7 @@ fn served_schema(crd: &CustomResourceDefinition, version: &str) -> Value {
 
 fn upstream(file: &str) -> CustomResourceDefinition {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../sync-core/tests/fixtures/upstream-crds")
+        .join("../envtest/tests/fixtures/upstream-crds")
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -223,3 +223,43 @@ async fn cluster_roles_and_service_accounts() -> TestResult {
     );
     Ok(())
 }
+
+/// kube-apiserver authorizes before it routes: a kind nobody serves is Forbidden to a user
+/// without the right and NotFound to one with it.
+#[tokio::test]
+async fn an_unserved_resource_is_forbidden_before_it_is_not_found() -> TestResult {
+    use kube::api::{ApiResource, DynamicObject};
+    use kube::core::GroupVersionKind;
+    let env = TestEnv::builder()
+        .namespace("a")
+        .user("bob", &["team"])
+        .start()
+        .await?;
+    let bob = env.client_as("bob").await?;
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+        "clusters",
+    );
+    let clusters = Api::<DynamicObject>::namespaced_with(bob.clone(), "a", &resource);
+    assert_eq!(
+        forbidden_message(clusters.get("sample").await),
+        "clusters.cluster.x-k8s.io \"sample\" is forbidden: User \"bob\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"a\""
+    );
+    assert_eq!(env.denials().len(), 1);
+    let mut allowed = rule(&["get"], &["clusters"], &[]);
+    allowed.api_groups = Some(vec!["cluster.x-k8s.io".into()]);
+    grant(
+        &env.client(),
+        "a",
+        "read-clusters",
+        vec![allowed],
+        vec![subject("User", "bob", None)],
+    )
+    .await?;
+    match clusters.get("sample").await {
+        Err(Error::Api(status)) => assert_eq!(status.code, 404, "{status:?}"),
+        other => panic!("expected 404, got {other:?}"),
+    }
+    env.stop().await;
+    Ok(())
+}

@@ -733,6 +733,41 @@ async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_onl
 }
 
 #[tokio::test]
+async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    // MAPI drives: deleting the MAPI set deletes the CAPI set and its templates.
+    create_aws_machine_set(&cluster, "wm", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    synced_set(&cluster, "wm", |s| s.metadata.generation).await?;
+    assert_eq!(templates(&cluster, "wm").await?.len(), 1);
+    cluster
+        .mapi_machine_sets()
+        .delete("wm", &DeleteParams::default())
+        .await?;
+    gone(&cluster.mapi_machine_sets(), "wm").await?;
+    gone(&cluster.capi_machine_sets(), "wm").await?;
+    let c = &cluster;
+    eventually("the templates of wm gone", || async move {
+        Ok(templates(c, "wm").await?.is_empty().then_some(()))
+    })
+    .await?;
+
+    // CAPI drives: deleting the CAPI set deletes its MAPI mirror.
+    create_aws_machine_set(&cluster, "wc", "ClusterAPI", 0, provider_spec("m6i.large")).await?;
+    let capi_generation = capi_set(&cluster, "wc").await?.metadata.generation;
+    synced_set(&cluster, "wc", |_| capi_generation).await?;
+    cluster
+        .capi_machine_sets()
+        .delete("wc", &DeleteParams::default())
+        .await?;
+    gone(&cluster.capi_machine_sets(), "wc").await?;
+    gone(&cluster.mapi_machine_sets(), "wc").await?;
+    no_hook_errors(&sync, "wm")?;
+    no_hook_errors(&sync, "wc")?;
+    sync.stop().await
+}
+
+#[tokio::test]
 async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries() -> TestResult {
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, false).await?;

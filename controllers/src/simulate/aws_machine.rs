@@ -133,6 +133,8 @@ async fn reconcile(aws_machine: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Act
     } else if status["ready"] != true {
         conditions.set(&Condition::new("InstanceReady", true, "InstanceReady"));
         let update = json!({
+            // Both contracts: `ready` (CAPA's CRD today) and the v1beta2 contract's
+            // `initialization.provisioned` (pruned where the CRD does not have it).
             "ready": true,
             "initialization": { "provisioned": true },
             "instanceState": "running",

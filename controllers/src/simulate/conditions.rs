@@ -55,7 +55,11 @@ impl<'a> Condition<'a> {
         map.insert("type".into(), self.type_.into());
         map.insert("status".into(), if self.status { "True" } else { "False" }.into());
         map.insert("reason".into(), self.reason.into());
-        map.insert("message".into(), self.message.clone().into());
+        // `metav1.Condition` requires a message (it may be empty); Machine API and Cluster
+        // API v1beta1 conditions omit an empty one (CAPA's schema rejects "").
+        if !self.message.is_empty() || self.observed_generation.is_some() {
+            map.insert("message".into(), self.message.clone().into());
+        }
         if let Some(severity) = self.severity {
             map.insert("severity".into(), severity.into());
         }
@@ -190,5 +194,15 @@ mod tests {
         let paused = conditions.get("Paused").cloned().unwrap_or_default();
         assert_eq!(paused["observedGeneration"], 3);
         assert_eq!(paused["severity"], "Info");
+    }
+
+    #[test]
+    fn an_empty_message_is_omitted_except_on_metav1_conditions() {
+        let mut conditions = Conditions::default();
+        conditions.set(&Condition::new("InstanceReady", true, "InstanceReady"));
+        conditions.set(&Condition::new("Ready", true, "Ready").generation(Some(1)));
+        let list = conditions.into_json();
+        assert!(list[0].get("message").is_none(), "{list}");
+        assert_eq!(list[1]["message"], "");
     }
 }

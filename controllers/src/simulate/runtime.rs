@@ -9,7 +9,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::{Client, Resource, ResourceExt};
@@ -262,15 +262,30 @@ pub(super) async fn run<K, F, Fut>(
             result
         }
     };
-    controller
+    // kube-runtime holds its runner until the cache is ready, and a graceful shutdown
+    // before the first list completes would then wait forever: stop at once in that case
+    // (nothing has been reconciled, so there is nothing to finish).
+    let store = controller.store();
+    let stopped = shutdown.clone();
+    let unready_at_shutdown = async move {
+        stopped.cancelled().await;
+        if store.wait_until_ready().now_or_never().is_none() {
+            return;
+        }
+        std::future::pending::<()>().await;
+    };
+    let running = controller
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
         .run(wrapped, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 log_failure(manager, &error);
             }
-        })
-        .await;
+        });
+    tokio::select! {
+        () = running => {}
+        () = unready_at_shutdown => {}
+    }
 }
 
 fn error_policy<K: Resource>(object: Arc<K>, error: &Error, ctx: Arc<Ctx>) -> Action {

@@ -124,9 +124,25 @@ where
             .and_then(|h| h.to_str().ok()),
     )?;
     let registry = shared.store.read().registry.clone();
-    let info = registry
-        .get(&path.group, &path.version, &path.resource)
-        .ok_or_else(ApiError::no_resource)?;
+    let Some(info) = registry.get(&path.group, &path.version, &path.resource) else {
+        // kube-apiserver authorizes before it routes: a resource that is not served is
+        // Forbidden to a user without the right, NotFound only to one with it.
+        let verb = verb_of(&method, &path, &params)?;
+        authorize(
+            &shared.store.read(),
+            &Attributes {
+                user: &user,
+                verb,
+                group: &path.group,
+                resource: &path.resource,
+                subresource: path.subresource.as_deref().unwrap_or_default(),
+                namespace: path.namespace.as_deref().unwrap_or_default(),
+                name: path.name.as_deref().unwrap_or_default(),
+            },
+        )
+        .inspect_err(|error| shared.denials.record(&user, error))?;
+        return Err(ApiError::no_resource());
+    };
     if info.namespaced != path.namespace.is_some() && !(info.namespaced && path.name.is_none()) {
         return Err(ApiError::no_resource());
     }

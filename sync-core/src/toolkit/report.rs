@@ -27,7 +27,7 @@ pub async fn fail<P: SyncPair>(
     message: impl std::fmt::Display,
 ) -> HookResult {
     let message = message.to_string();
-    tracing::warn!(controller, name = %objects.name, reason, %message, "sync failed");
+    tracing::warn!(controller, name = %objects.name, reason, error = %message, "sync failed");
     let reference = match (&objects.mapi, &objects.capi) {
         (Some(mapi), _) => Some(mapi.object_ref(&())),
         (None, Some(capi)) => Some(capi.object_ref(&())),

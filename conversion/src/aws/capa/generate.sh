@@ -7,7 +7,7 @@
 set -eu
 root=$(cd "$(dirname "$0")/../../../.." && pwd)
 cd "$root"
-crds=sync-core/tests/fixtures/upstream-crds
+crds=envtest/tests/fixtures/upstream-crds
 out=conversion/src/aws/capa
 for kind in awsmachines awsmachinetemplates; do
     kopium -f "$crds/infrastructure.cluster.x-k8s.io_$kind.yaml" --api-version v1beta2 \
