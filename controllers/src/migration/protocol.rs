@@ -134,7 +134,8 @@ where
         let Some(mapi) = objects.mapi.as_deref() else {
             return Ok(Action::await_change());
         };
-        let observed = observe::<K>(mapi, objects);
+        let infra_paused = infra_paused(ctx, objects).await?;
+        let observed = observe::<K>(mapi, objects, infra_paused);
         let step = migration::plan(&observed);
         tracing::debug!(?step, ?observed, "migration step");
         let api = Api::<K::Mapi>::namespaced(ctx.client.clone(), &ctx.namespaces.mapi);
@@ -321,8 +322,31 @@ fn in_flight_since<M: MapiObject>(mapi: &M) -> Option<Timestamp> {
         .map(|t| t.0)
 }
 
+/// Whether the referenced infrastructure object carries the pause annotation (`None`: no
+/// reference, or no such object). From the cache, else — its watch may not have listed
+/// yet, after a restart — from the API server: a missing entry is not a missing object.
+async fn infra_paused<K: MigratingPair>(
+    ctx: &Ctx<K>,
+    objects: &SyncObjects<K>,
+) -> Result<Option<bool>, HookError> {
+    if objects.infra_ref().is_none() {
+        return Ok(None);
+    }
+    if let Some(meta) = objects.infra.as_deref() {
+        return Ok(Some(has_pause_annotation(meta.metadata.annotations.as_ref())));
+    }
+    Ok(ctx
+        .infra_object(objects)
+        .await?
+        .map(|infra| has_pause_annotation(infra.metadata.annotations.as_ref())))
+}
+
+fn has_pause_annotation(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    annotations.is_some_and(|a| a.contains_key(PAUSED_ANNOTATION))
+}
+
 /// What the migration sees of a pair.
-fn observe<K: MigratingPair>(mapi: &K::Mapi, objects: &SyncObjects<K>) -> Observed {
+fn observe<K: MigratingPair>(mapi: &K::Mapi, objects: &SyncObjects<K>, on_infra: Option<bool>) -> Observed {
     let sync = mapi.sync_status();
     let current = mapi.authoritative_api().cloned();
     let capi = objects.capi.as_deref();
@@ -345,13 +369,6 @@ fn observe<K: MigratingPair>(mapi: &K::Mapi, objects: &SyncObjects<K>) -> Observ
     };
     let capi_state = capi.map(|capi| {
         let on_capi = pause::is_paused(capi);
-        let on_infra = objects.infra.as_deref().map(|infra| {
-            infra
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION))
-        });
         SideState {
             pause_annotation: Some(Annotated {
                 all: on_capi && on_infra.unwrap_or(true),
@@ -397,20 +414,15 @@ async fn set_paused<K: MigratingPair>(
         let api = Api::<K::Capi>::namespaced(ctx.client.clone(), &ctx.namespaces.capi);
         ignore_not_found(api.patch(&capi.name_any(), &params, &patch).await)?;
     }
-    if let (Some(tracker), Some(reference), Some(infra)) =
-        (&ctx.infra, objects.infra_ref(), objects.infra.as_deref())
+    if let (Some(tracker), Some(reference)) = (&ctx.infra, objects.infra_ref())
+        && infra_paused(ctx, objects)
+            .await?
+            .is_some_and(|annotated| annotated != paused)
     {
-        let annotated = infra
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION));
-        if annotated != paused {
-            let (api, _) = tracker
-                .api(&reference.group_kind(), reference.version.as_deref())
-                .await?;
-            ignore_not_found(api.patch(&reference.name, &params, &patch).await)?;
-        }
+        let (api, _) = tracker
+            .api(&reference.group_kind(), reference.version.as_deref())
+            .await?;
+        ignore_not_found(api.patch(&reference.name, &params, &patch).await)?;
     }
     Ok(())
 }
