@@ -264,6 +264,7 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         probe_address: None,
         // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
         shutdown_grace: Duration::from_secs(10),
+        migration: controllers::migration::MigrationConfig::default(),
     };
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
@@ -513,6 +514,7 @@ async fn unsupported_platform(rbac: &[Value]) -> Run {
         probe_address: None,
         // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
         shutdown_grace: Duration::from_secs(10),
+        migration: controllers::migration::MigrationConfig::default(),
     };
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,

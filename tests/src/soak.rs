@@ -172,7 +172,7 @@ fn chaos(env: &envtest::TestEnv, stop: Arc<AtomicBool>) -> tokio::task::JoinHand
             // Dropped, not expired: a watch resumed from its resourceVersion misses no
             // event, so the authority monitor sees every state in between. (Expired
             // watches, whose relists skip states, are a scenario of their own.)
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 shared.faults.drop_watches();
             }
             // A burst of 5xx every two seconds. 500, not 503: kube's client retries a

@@ -149,7 +149,7 @@ where
         match &step {
             Step::Idle => Ok(Action::await_change()),
             Step::Initialize(to) => {
-                authority::set(&api, K::CONTROLLER, mapi, &to).await?;
+                authority::set(&api, K::CONTROLLER, mapi, to).await?;
                 ctx.inform(
                     &on,
                     "AuthoritativeAPIInitialized",
