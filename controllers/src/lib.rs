@@ -2,8 +2,10 @@
 pub mod convert;
 pub mod machine;
 pub mod machine_set;
+pub mod migration;
 pub mod operator;
 pub mod platform;
 #[cfg(feature = "embedded")]
 pub mod simulate;
+pub mod status;
 pub mod sync;

@@ -204,7 +204,13 @@ impl MachineHooks {
             }
         }
         let generation = mapi.metadata.generation.unwrap_or_default();
-        status::write(&apis.mapi, CONTROLLER, mapi, &Synchronized::done(generation)).await?;
+        status::write(
+            &apis.mapi,
+            CONTROLLER,
+            mapi,
+            &Synchronized::done(generation, AuthoritativeApi::MachineApi),
+        )
+        .await?;
         Ok(Action::await_change())
     }
 
@@ -313,7 +319,13 @@ impl MachineHooks {
             apply(&apis.mapi, CONTROLLER, Some(&written), &copy, Part::Status).await?;
         }
         let generation = capi.metadata.generation.unwrap_or_default();
-        status::write(&apis.mapi, CONTROLLER, &written, &Synchronized::done(generation)).await?;
+        status::write(
+            &apis.mapi,
+            CONTROLLER,
+            &written,
+            &Synchronized::done(generation, AuthoritativeApi::ClusterApi),
+        )
+        .await?;
         Ok(Action::await_change())
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Resource, ResourceExt};
-use sync_core::api::{GroupKind, capi, mapi};
+use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_typed, finalizers, report};
@@ -167,7 +167,13 @@ impl MachineSetHooks {
             apply(&apis.capi, CONTROLLER, Some(&set), &copy, Part::Status).await?;
         }
         let generation = mapi.metadata.generation.unwrap_or_default();
-        status::write(&apis.mapi, CONTROLLER, mapi, &Synchronized::done(generation)).await?;
+        status::write(
+            &apis.mapi,
+            CONTROLLER,
+            mapi,
+            &Synchronized::done(generation, AuthoritativeApi::MachineApi),
+        )
+        .await?;
         Ok(Action::await_change())
     }
 
@@ -251,7 +257,13 @@ impl MachineSetHooks {
             apply(&apis.mapi, CONTROLLER, Some(&written), &copy, Part::Status).await?;
         }
         let generation = capi.metadata.generation.unwrap_or_default();
-        status::write(&apis.mapi, CONTROLLER, &written, &Synchronized::done(generation)).await?;
+        status::write(
+            &apis.mapi,
+            CONTROLLER,
+            &written,
+            &Synchronized::done(generation, AuthoritativeApi::ClusterApi),
+        )
+        .await?;
         Ok(Action::await_change())
     }
 

@@ -20,6 +20,15 @@ async fn main() -> ExitCode {
         .await;
         return ExitCode::from(status as u8);
     }
+    if let Some(Command::Status(args)) = &cli.command {
+        let namespaces = sync_core::Namespaces {
+            mapi: cli.mapi_namespace.clone(),
+            capi: cli.capi_namespace.clone(),
+        };
+        let status =
+            controllers::status::run(args, &namespaces, &mut std::io::stdout(), &mut std::io::stderr()).await;
+        return ExitCode::from(status);
+    }
     if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {
         eprintln!("controllers: {error}");
         return ExitCode::from(2);

@@ -28,6 +28,7 @@ fn settings() -> Settings {
         metrics_address: local,
         probe_address: local,
         shutdown_grace: std::time::Duration::from_secs(10),
+        migration: controllers::migration::MigrationConfig::default(),
     }
 }
 

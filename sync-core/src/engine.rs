@@ -29,6 +29,7 @@ use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
 use crate::infra::{InfraConfig, InfraTracker};
 use crate::lenient::{Lenient, Malformed};
+use crate::migration::MigrationHooks;
 use crate::observe::{Observer, Outcome, SkipReason};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
@@ -155,6 +156,22 @@ impl<P: SyncPair> SyncController<P> {
 
     /// Runs until `shutdown` resolves, then lets in-flight reconciles finish and returns.
     pub async fn run<H: SyncHooks<P>>(self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
+        self.run_with(SyncDispatch(hooks), shutdown).await;
+    }
+
+    /// Runs a migration controller (`docs/design.md` §9) on the same watches, queue and
+    /// workers: the decision table is not consulted, `hooks` sees every name whose MAPI
+    /// object exists, `Migrating` included, on changes to either side or the referenced
+    /// infrastructure object.
+    pub async fn run_migration<H: MigrationHooks<P>>(
+        self,
+        hooks: H,
+        shutdown: impl Future<Output = ()> + Send,
+    ) {
+        self.run_with(MigrationDispatch(hooks), shutdown).await;
+    }
+
+    async fn run_with<D: Dispatch<P>>(self, hooks: D, shutdown: impl Future<Output = ()> + Send) {
         let Self {
             client,
             config,
@@ -304,7 +321,7 @@ impl<P: SyncPair> SyncController<P> {
                 workers.spawn(async move {
                     while let Some(name) = queue.get().await {
                         let started = Instant::now();
-                        let (outcome, result) = reconcile(&*hooks, &ctx, &name).await;
+                        let (outcome, result) = hooks.dispatch(&ctx, &name).await;
                         let elapsed = started.elapsed();
                         match result {
                             Ok(action) => {
@@ -376,6 +393,57 @@ fn malformed_of<'a, K: Resource>(touched: &Touched<'a, K>) -> Option<&'a Malform
     match touched {
         Touched::Malformed(malformed) => Some(malformed),
         _ => None,
+    }
+}
+
+/// What a worker does with a name: the sync's decision table, or a migration.
+trait Dispatch<P: SyncPair>: Send + Sync + 'static {
+    fn dispatch(
+        &self,
+        ctx: &SyncContext<P>,
+        name: &str,
+    ) -> impl Future<Output = (Outcome, Result<Action, HookError>)> + Send;
+}
+
+/// The sync hooks, routed by the decision table.
+struct SyncDispatch<H>(H);
+
+impl<P: SyncPair, H: SyncHooks<P>> Dispatch<P> for SyncDispatch<H> {
+    async fn dispatch(&self, ctx: &SyncContext<P>, name: &str) -> (Outcome, Result<Action, HookError>) {
+        reconcile(&self.0, ctx, name).await
+    }
+}
+
+/// The migration hook, for every name whose MAPI object exists.
+struct MigrationDispatch<H>(H);
+
+impl<P: SyncPair, H: MigrationHooks<P>> Dispatch<P> for MigrationDispatch<H> {
+    async fn dispatch(&self, ctx: &SyncContext<P>, name: &str) -> (Outcome, Result<Action, HookError>) {
+        let span = tracing::info_span!("migrate", controller = P::NAME, object = name);
+        async {
+            if let Some(skip) = report_malformed(ctx, name).await {
+                return (skip, Ok(Action::await_change()));
+            }
+            let objects = fetch(ctx, name);
+            if objects.mapi.is_none() {
+                return (
+                    Outcome::Skipped(SkipReason::NothingToDo),
+                    Ok(Action::await_change()),
+                );
+            }
+            let result = AssertUnwindSafe(self.0.reconcile_migration(&objects, ctx))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err("hook panicked".into()));
+            (
+                Outcome::Migration {
+                    failed: result.is_err(),
+                },
+                result,
+            )
+        }
+        .instrument(span)
+        .await
     }
 }
 

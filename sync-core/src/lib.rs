@@ -6,6 +6,7 @@ pub mod engine;
 pub mod hooks;
 pub mod infra;
 pub mod lenient;
+pub mod migration;
 pub mod observe;
 pub mod pair;
 pub mod queue;

@@ -24,13 +24,18 @@ pub enum Outcome {
         /// The hook returned an error (or panicked).
         failed: bool,
     },
+    /// A migration controller's hook ran; `failed` when it returned an error.
+    Migration {
+        /// The hook returned an error (or panicked).
+        failed: bool,
+    },
 }
 
 impl Outcome {
     /// The direction label: `mapi_to_capi`, `capi_to_mapi` or `none`.
     pub fn direction(&self) -> &'static str {
         match self {
-            Self::Skipped(_) => "none",
+            Self::Skipped(_) | Self::Migration { .. } => "none",
             Self::Synced { direction, .. } | Self::Deletion { direction, .. } => direction.as_str(),
         }
     }
@@ -39,8 +44,10 @@ impl Outcome {
     pub fn result(&self) -> &'static str {
         match self {
             Self::Skipped(_) => "skipped",
-            Self::Synced { failed: true, .. } | Self::Deletion { failed: true, .. } => "error",
-            Self::Synced { .. } | Self::Deletion { .. } => "success",
+            Self::Synced { failed: true, .. }
+            | Self::Deletion { failed: true, .. }
+            | Self::Migration { failed: true } => "error",
+            Self::Synced { .. } | Self::Deletion { .. } | Self::Migration { .. } => "success",
         }
     }
 

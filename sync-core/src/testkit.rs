@@ -306,6 +306,6 @@ fn ran(outcome: &Outcome) -> Option<Hook> {
             crate::hooks::Direction::CapiToMapi => Hook::CapiToMapi,
         }),
         Outcome::Deletion { direction, .. } => Some(Hook::Deletion(*direction)),
-        Outcome::Skipped(_) => None,
+        Outcome::Skipped(_) | Outcome::Migration { .. } => None,
     }
 }

@@ -198,7 +198,15 @@ async fn the_synchronized_condition_keeps_to_its_own_field_manager() -> TestResu
     let api: Api<mapi::Machine> = Api::namespaced(env.client(), NS);
     let machine = mapi_machine(&env.client(), "m").await?;
 
-    assert!(status::write(&api, MANAGER, &machine, &Synchronized::done(3)).await?);
+    assert!(
+        status::write(
+            &api,
+            MANAGER,
+            &machine,
+            &Synchronized::done(3, AuthoritativeApi::MachineApi)
+        )
+        .await?
+    );
     let synced = api.get("m").await?;
     let cond = status::synchronized(&synced).cloned().ok_or("no condition")?;
     assert_eq!((cond.status.as_str(), cond.severity.as_deref()), ("True", None));
@@ -239,7 +247,15 @@ async fn the_synchronized_condition_keeps_to_its_own_field_manager() -> TestResu
 
     // Saying the same again writes nothing.
     let rv = synced.resource_version();
-    assert!(!status::write(&api, MANAGER, &synced, &Synchronized::done(3)).await?);
+    assert!(
+        !status::write(
+            &api,
+            MANAGER,
+            &synced,
+            &Synchronized::done(3, AuthoritativeApi::MachineApi)
+        )
+        .await?
+    );
     assert_eq!(api.get("m").await?.resource_version(), rv);
 
     // False: severity Error, a new transition time, the generation kept.

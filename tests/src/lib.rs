@@ -10,7 +10,9 @@
 
 pub mod bench;
 pub mod handwritten;
+pub mod migration;
 pub mod real;
+pub mod soak;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

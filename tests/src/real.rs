@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use controllers::machine::{MachineHooks, MachineSync};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
+use controllers::migration::{
+    MachineMigration, MachineMigrationHooks, MachineSetMigration, MachineSetMigrationHooks, MigrationConfig,
+};
 use controllers::simulate::SimulatedProviders;
 use controllers::sync::Cluster as ClusterFacts;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -68,6 +71,24 @@ impl RealSync {
     /// Starts both controllers (and, with `providers`, the simulated providers, as admin:
     /// they stand for other controllers) and waits for their caches.
     pub async fn start(cluster: &Cluster, providers: bool) -> TestResult<Self> {
+        Self::start_with(cluster, providers, None).await
+    }
+
+    /// [`RealSync::start`], plus the Machine and MachineSet migration controllers with
+    /// `migration`.
+    pub async fn start_migrating(
+        cluster: &Cluster,
+        providers: bool,
+        migration: MigrationConfig,
+    ) -> TestResult<Self> {
+        Self::start_with(cluster, providers, Some(migration)).await
+    }
+
+    async fn start_with(
+        cluster: &Cluster,
+        providers: bool,
+        migration: Option<MigrationConfig>,
+    ) -> TestResult<Self> {
         let config = SyncConfig {
             namespaces: cluster.namespaces.clone(),
             ..SyncConfig::default()
@@ -84,10 +105,10 @@ impl RealSync {
         let machines = SyncController::<MachineSync>::new(cluster.controller_client.clone(), config.clone())
             .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()));
-        let sets = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config)
-            .with_infra(tracker)
+        let sets = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config.clone())
+            .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()));
-        let mut ready = [machines.readiness(), sets.readiness()];
+        let mut ready = vec![machines.readiness(), sets.readiness()];
         let mut tasks = vec![
             tokio::spawn(machines.run(
                 MachineHooks {
@@ -104,6 +125,24 @@ impl RealSync {
                 stop.clone().cancelled_owned(),
             )),
         ];
+        if let Some(migration) = migration {
+            let machines =
+                SyncController::<MachineMigration>::new(cluster.controller_client.clone(), config.clone())
+                    .with_infra(tracker.clone())
+                    .with_observer(Arc::new(observer.clone()));
+            let sets = SyncController::<MachineSetMigration>::new(cluster.controller_client.clone(), config)
+                .with_infra(tracker)
+                .with_observer(Arc::new(observer.clone()));
+            ready.extend([machines.readiness(), sets.readiness()]);
+            tasks.push(tokio::spawn(machines.run_migration(
+                MachineMigrationHooks::new(migration.clone()),
+                stop.clone().cancelled_owned(),
+            )));
+            tasks.push(tokio::spawn(sets.run_migration(
+                MachineSetMigrationHooks::new(migration),
+                stop.clone().cancelled_owned(),
+            )));
+        }
         if providers {
             let simulated = SimulatedProviders::new(cluster.client.clone(), cluster.namespaces.clone());
             tasks.push(tokio::spawn(simulated.run(stop.clone())));

@@ -138,6 +138,19 @@ pub struct Cli {
     )]
     pub graceful_shutdown_timeout: Duration,
 
+    /// How long a migration may wait on another controller (the sync to catch up, the
+    /// old side to report Paused) before it is reported stalled: `Migration=False` on
+    /// the object and a Warning Event `MigrationStalled`. It keeps waiting; changing
+    /// spec.authoritativeAPI back cancels it.
+    #[arg(
+        long,
+        env = "SYNC_MIGRATION_STALL_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "10m",
+        value_parser = parse_duration
+    )]
+    pub migration_stall_timeout: Duration,
+
     /// Name of this replica: its Lease holder identity is `<name>_<random>`
     /// [default: the hostname].
     #[arg(long, env = "POD_NAME", value_name = "NAME")]
@@ -228,6 +241,10 @@ pub enum Command {
     /// Print what the sync would create from Machine API (or Cluster API) objects, or a
     /// migration readiness report.
     Convert(ConvertArgs),
+    /// Print one line per Machine and MachineSet pair: authoritative API (spec and
+    /// status), Synchronized, generations, migration step and last error. Connects like
+    /// the operator (--kubeconfig, $KUBECONFIG, in-cluster).
+    Status(crate::status::StatusArgs),
 }
 
 impl Cli {

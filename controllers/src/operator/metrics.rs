@@ -21,6 +21,8 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
+
+use crate::migration::{MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
 use sync_core::{Caches, InfraTracker, MapiObject, SyncPair};
 
@@ -63,12 +65,19 @@ pub struct Metrics {
     durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
     leader: Gauge,
     platform: Family<Labels<1>, Gauge>,
+    migrations: Family<Labels<2>, Counter>,
+    migration_durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
 }
 
 impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Metrics").finish_non_exhaustive()
     }
+}
+
+fn migration_histogram() -> Histogram {
+    // 0.1 s … ~55 min.
+    Histogram::new(exponential_buckets(0.1, 2.0, 16))
 }
 
 fn duration_histogram() -> Histogram {
@@ -118,6 +127,20 @@ impl Metrics {
             "1 when the cluster's platform (Infrastructure status.platformStatus.type) has a conversion and is synced, 0 when its objects are left alone",
             platform.clone(),
         );
+        let migrations = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "sync_migrations",
+            "Migrations by controller and result (completed, rolled_back, stalled: waited past --migration-stall-timeout)",
+            migrations.clone(),
+        );
+        let migration_durations = Family::<Labels<2>, Histogram, fn() -> Histogram>::new_with_constructor(
+            migration_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "sync_migration_duration_seconds",
+            "Time from a migration's request to its end (or to its stall), by controller and result",
+            migration_durations.clone(),
+        );
         registry.register_collector(Box::new(StateCollector { caches, infra }));
         Self {
             registry,
@@ -127,6 +150,8 @@ impl Metrics {
             durations,
             leader,
             platform,
+            migrations,
+            migration_durations,
         }
     }
 
@@ -185,6 +210,18 @@ impl Observer for Metrics {
         self.durations
             .get_or_create(&[("controller", controller), ("direction", direction)])
             .observe(elapsed.as_secs_f64());
+    }
+}
+
+impl MigrationMetrics for Metrics {
+    fn migration(&self, controller: &'static str, result: MigrationResult, duration: Option<Duration>) {
+        let labels = [("controller", controller), ("result", result.label())];
+        self.migrations.get_or_create(&labels).inc();
+        if let Some(duration) = duration {
+            self.migration_durations
+                .get_or_create(&labels)
+                .observe(duration.as_secs_f64());
+        }
     }
 }
 

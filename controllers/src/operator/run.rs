@@ -30,6 +30,10 @@ use super::metrics::{CacheCount, Metrics};
 use super::shutdown::{Deadlines, ShutdownBudget};
 use crate::machine::{MachineHooks, MachineSync};
 use crate::machine_set::{MachineSetHooks, MachineSetSync};
+use crate::migration::{
+    MachineMigration, MachineMigrationHooks, MachineSetMigration, MachineSetMigrationHooks, MigrationConfig,
+    MigrationMetrics,
+};
 use crate::sync::Cluster;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -103,6 +107,8 @@ pub struct Settings {
     /// The whole shutdown, signal to exit: in-flight work, the Lease release and the
     /// HTTP drain share it (see [`ShutdownBudget`]).
     pub shutdown_grace: Duration,
+    /// The migration controllers' settings.
+    pub migration: MigrationConfig,
 }
 
 impl Settings {
@@ -127,6 +133,9 @@ impl Settings {
             metrics_address: cli.metrics_address(),
             probe_address: cli.probe_address(),
             shutdown_grace: cli.graceful_shutdown_timeout,
+            migration: MigrationConfig {
+                stall_timeout: cli.migration_stall_timeout,
+            },
         }
     }
 }
@@ -266,17 +275,26 @@ impl Operator {
         let infra = InfraTracker::new(client.clone(), infra_config);
         let machines =
             SyncController::<MachineSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
-        let sets = SyncController::<MachineSetSync>::new(client.clone(), config).with_infra(infra.clone());
+        let sets =
+            SyncController::<MachineSetSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
+        let machine_migration =
+            SyncController::<MachineMigration>::new(client.clone(), config.clone()).with_infra(infra.clone());
+        let set_migration =
+            SyncController::<MachineSetMigration>::new(client.clone(), config).with_infra(infra.clone());
 
         let mut caches = CacheCount::of(&machines.caches());
         caches.extend(CacheCount::of(&sets.caches()));
         let metrics = Arc::new(Metrics::new(caches, Some(infra)));
         let observer: Arc<dyn Observer> = metrics.clone();
         let machines = machines.with_observer(observer.clone());
-        let sets = sets.with_observer(observer);
+        let sets = sets.with_observer(observer.clone());
+        let machine_migration = machine_migration.with_observer(observer.clone());
+        let set_migration = set_migration.with_observer(observer);
         let health = Health::new(vec![
             (MachineSync::NAME, machines.readiness()),
             (MachineSetSync::NAME, sets.readiness()),
+            (MachineMigration::NAME, machine_migration.readiness()),
+            (MachineSetMigration::NAME, set_migration.readiness()),
         ]);
 
         let http_stop = CancellationToken::new();
@@ -318,6 +336,9 @@ impl Operator {
         let controllers = Controllers {
             machines,
             sets,
+            machine_migration,
+            set_migration,
+            migration: settings.migration.clone(),
             client: client.clone(),
             metrics: metrics.clone(),
             instance: settings.replica.clone(),
@@ -403,10 +424,13 @@ impl Operator {
     }
 }
 
-/// The two controllers, run together.
+/// The sync and migration controllers, run together.
 struct Controllers {
     machines: SyncController<MachineSync>,
     sets: SyncController<MachineSetSync>,
+    machine_migration: SyncController<MachineMigration>,
+    set_migration: SyncController<MachineSetMigration>,
+    migration: MigrationConfig,
     client: Client,
     metrics: Arc<Metrics>,
     instance: String,
@@ -416,14 +440,24 @@ impl Controllers {
     async fn run(self, stop: CancellationToken) {
         let hooks = self.platform_hooks().await;
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
+        let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
         match hooks {
             Some((machine_hooks, set_hooks)) => {
                 tokio::join!(
                     self.machines.run(machine_hooks, stop.clone().cancelled_owned()),
-                    self.sets.run(set_hooks, stop.cancelled_owned()),
+                    self.sets.run(set_hooks, stop.clone().cancelled_owned()),
+                    self.machine_migration.run_migration(
+                        MachineMigrationHooks::new(self.migration.clone()).with_metrics(metrics.clone()),
+                        stop.clone().cancelled_owned()
+                    ),
+                    self.set_migration.run_migration(
+                        MachineSetMigrationHooks::new(self.migration.clone()).with_metrics(metrics),
+                        stop.cancelled_owned()
+                    ),
                 );
             }
-            // Watched but left alone: the stub hooks write nothing.
+            // Watched but left alone: the stub hooks write nothing, and nothing migrates
+            // without a sync to keep the sides equal.
             None => {
                 tokio::join!(
                     self.machines.run(MachineSync, stop.clone().cancelled_owned()),

@@ -38,10 +38,16 @@ pub const VERSION: &str = "v1beta1";
     category = "machine-api",
     doc = "A Machine API Machine: one host, driven by the Machine API or mirrored from Cluster API.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Requested", type_ = "string", json_path = ".spec.authoritativeAPI"),
     printcolumn(
         name = "Authoritative",
         type_ = "string",
         json_path = ".status.authoritativeAPI"
+    ),
+    printcolumn(
+        name = "Migration",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Migration\")].reason"
     ),
     printcolumn(
         name = "ProviderID",
@@ -126,10 +132,16 @@ pub struct MachineStatus {
     printcolumn(name = "Desired", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Current", type_ = "integer", json_path = ".status.replicas"),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Requested", type_ = "string", json_path = ".spec.authoritativeAPI"),
     printcolumn(
         name = "Authoritative",
         type_ = "string",
         json_path = ".status.authoritativeAPI"
+    ),
+    printcolumn(
+        name = "Migration",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Migration\")].reason"
     )
 )]
 #[serde(rename_all = "camelCase")]

@@ -4,11 +4,15 @@
 //! |---|---|
 //! | [`apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
 //! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply`] compares with) |
-//! | [`status`] | the `Synchronized` condition and `status.synchronizedGeneration` |
+//! | [`condition`] | server-side apply of a status fragment or one condition under its own field manager |
+//! | [`status`] | the `Synchronized` condition, `status.synchronizedGeneration` and `synchronizedAPI` |
+//! | [`authority`] | `status.authoritativeAPI`: the migration's writes, the final one resetting the sync state |
 //! | [`finalizers`] | ensure, release, release after another finalizer is gone |
 //! | [`pause`] | the `cluster.x-k8s.io/paused` annotation and the `Paused` condition |
 //! | [`report`] | a failed sync: `Synchronized=False`, a Warning Event, no hot retry |
 pub mod apply;
+pub mod authority;
+pub mod condition;
 pub mod finalizers;
 pub mod owned;
 pub mod pause;

@@ -6,11 +6,12 @@
 //! conditions other controllers own. Nothing is sent when the live condition already says
 //! the same; `lastTransitionTime` moves only when the status changes.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
+use kube::Resource;
+use kube::api::Api;
 use serde_json::json;
 
+use super::condition::{Report, apply_status};
+use crate::api::AuthoritativeApi;
 use crate::api::mapi::Condition;
 use crate::pair::MapiObject;
 
@@ -60,16 +61,21 @@ pub struct Synchronized {
     /// With `True`: the authoritative object's generation that is now mirrored, written
     /// to `status.synchronizedGeneration`. Otherwise the field keeps its value.
     pub generation: Option<i64>,
+    /// With `True`: the side the mirror was synchronized from, written to
+    /// `status.synchronizedAPI` (the migration's record of which side was last in sync).
+    pub from: Option<AuthoritativeApi>,
 }
 
 impl Synchronized {
-    /// `True`: the mirror matches the authoritative object's `generation`.
-    pub fn done(generation: i64) -> Self {
+    /// `True`: the mirror matches the `generation` of the authoritative object, on side
+    /// `from`.
+    pub fn done(generation: i64, from: AuthoritativeApi) -> Self {
         Self {
             status: Status::True,
             reason: "ResourceSynchronized".into(),
             message: "Successfully synchronized".into(),
             generation: Some(generation),
+            from: Some(from),
         }
     }
 
@@ -80,6 +86,7 @@ impl Synchronized {
             reason: reason.into(),
             message: message.into(),
             generation: None,
+            from: None,
         }
     }
 
@@ -90,6 +97,7 @@ impl Synchronized {
             reason: reason.into(),
             message: message.into(),
             generation: None,
+            from: None,
         }
     }
 }
@@ -101,11 +109,12 @@ pub fn field_manager(controller: &str) -> String {
 
 /// The live `Synchronized` condition of `mapi`, if any.
 pub fn synchronized<M: MapiObject>(mapi: &M) -> Option<&Condition> {
-    mapi.sync_status()?
-        .conditions
-        .as_deref()?
-        .iter()
-        .find(|c| c.type_ == SYNCHRONIZED)
+    super::condition::find(mapi, SYNCHRONIZED)
+}
+
+/// `status.synchronizedAPI` of `mapi`.
+pub fn synchronized_api<M: MapiObject>(mapi: &M) -> Option<&AuthoritativeApi> {
+    mapi.sync_status()?.synchronized_api.as_ref()
 }
 
 /// `status.synchronizedGeneration` of `mapi`.
@@ -124,46 +133,32 @@ where
     M: MapiObject + Resource<DynamicType = ()>,
 {
     let live = synchronized(mapi);
-    let generation = match report.status {
-        Status::True => report.generation.or(synchronized_generation(mapi)),
-        _ => synchronized_generation(mapi),
+    let (generation, api_from) = match report.status {
+        Status::True => (
+            report.generation.or(synchronized_generation(mapi)),
+            report.from.clone().or_else(|| synchronized_api(mapi).cloned()),
+        ),
+        _ => (synchronized_generation(mapi), synchronized_api(mapi).cloned()),
     };
-    let unchanged = live.is_some_and(|c| {
-        c.status == report.status.as_str()
-            && c.reason.as_deref() == Some(report.reason.as_str())
-            && c.message.as_deref().unwrap_or_default() == report.message
-            && c.severity.as_deref().filter(|s| !s.is_empty()) == report.status.severity()
-    }) && synchronized_generation(mapi) == generation;
-    if unchanged {
+    let condition = Report {
+        type_: SYNCHRONIZED,
+        status: report.status,
+        reason: &report.reason,
+        message: &report.message,
+    };
+    if condition.matches(live)
+        && synchronized_generation(mapi) == generation
+        && synchronized_api(mapi) == api_from.as_ref()
+    {
         return Ok(false);
     }
-    let transition = match live {
-        Some(c) if c.status == report.status.as_str() => c.last_transition_time.clone(),
-        _ => None,
-    }
-    .unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now()));
-    let mut condition = json!({
-        "type": SYNCHRONIZED,
-        "status": report.status.as_str(),
-        "reason": report.reason,
-        "message": report.message,
-        "lastTransitionTime": transition,
-    });
-    if let Some(severity) = report.status.severity() {
-        condition["severity"] = severity.into();
-    }
-    let mut status = json!({ "conditions": [condition] });
+    let mut status = json!({ "conditions": [condition.to_json(live)] });
     if let Some(generation) = generation {
         status["synchronizedGeneration"] = generation.into();
     }
-    let body = json!({
-        "apiVersion": M::api_version(&()),
-        "kind": M::kind(&()),
-        "metadata": { "name": mapi.name_any(), "namespace": mapi.namespace() },
-        "status": status,
-    });
-    let params = PatchParams::apply(&field_manager(controller)).force();
-    api.patch_status(&mapi.name_any(), &params, &Patch::Apply(&body))
-        .await?;
+    if let Some(from) = api_from {
+        status["synchronizedAPI"] = from.as_str().into();
+    }
+    apply_status(api, &field_manager(controller), mapi, status).await?;
     Ok(true)
 }
