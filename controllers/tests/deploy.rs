@@ -224,6 +224,16 @@ fn rbac_is_least_privilege() {
     let allowed = ["get", "list", "watch", "create", "patch", "delete"];
     for role in of_kind(&docs, "Role") {
         let role_namespace = role["metadata"]["namespace"].as_str().unwrap_or_default();
+        if role_namespace == "default" {
+            // Only the Events about the cluster-scoped Infrastructure object.
+            assert_eq!(
+                rules(role),
+                [
+                    serde_json::json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]})
+                ],
+                "{role}"
+            );
+        }
         for rule in rules(role) {
             let groups = strings(&rule["apiGroups"]);
             if groups.iter().any(|g| machine_groups.contains(&g.as_str())) {
@@ -363,7 +373,7 @@ async fn the_rendered_manifests_apply_to_envtest() {
         "-o",
         "name",
     ]);
-    assert_eq!(listed.map(|out| out.lines().count()), Ok(6));
+    assert_eq!(listed.map(|out| out.lines().count()), Ok(8));
 }
 
 /// `kubectl apply -k deploy/`, as a user would run it, with kubectl's validation on: the

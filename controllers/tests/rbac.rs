@@ -55,6 +55,8 @@ fn rbac() -> Vec<Value> {
 /// Grants this scenario cannot need, each shown needed by the end-to-end suite instead,
 /// which runs as the operator's ServiceAccount under deploy/'s RBAC (any Forbidden fails
 /// a scenario there):
+/// * `create` of Events in `default` (about the cluster-scoped Infrastructure) is needed on
+///   a platform without a conversion only: `an_unsupported_platform_is_reported_and_left_alone`;
 /// * `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/sync.rs
 ///   `s17_reading_a_whole_infrastructure_object_needs_get`);
 /// * this scenario deletes nothing and runs no providers, so tests/tests/real_sync.rs proves
@@ -72,7 +74,10 @@ fn proven_elsewhere(docs: &[Value], (d, r, verb): &Grant) -> bool {
         && ((namespace == "openshift-cluster-api"
             && (group == "cluster.x-k8s.io" || group == "infrastructure.cluster.x-k8s.io"))
             || (namespace == "openshift-machine-api" && group == "machine.openshift.io"));
+    // The Event about an unsupported platform: its own test below.
+    let unsupported_platform_event = namespace == "default" && group == "events.k8s.io";
     (verb == "get" && group == "infrastructure.cluster.x-k8s.io")
+        || unsupported_platform_event
         || deletes_the_pair
         || (group == "cluster.x-k8s.io"
             && namespace == "openshift-cluster-api"
@@ -257,7 +262,8 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         }),
         metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         probe_address: None,
-        shutdown_grace: Duration::from_secs(1),
+        // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
+        shutdown_grace: Duration::from_secs(10),
     };
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
@@ -426,4 +432,139 @@ async fn every_verb_of_every_rule_is_needed() {
         "grants no scenario needs:\n{}",
         unneeded.join("\n")
     );
+}
+
+/// On a platform without a conversion the operator, as its ServiceAccount, says so with a
+/// Warning Event on the Infrastructure (in `default`, as for every cluster-scoped object)
+/// and the metric, and leaves the Machines alone; without the Events rule in `default`
+/// that Event is Forbidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsupported_platform_is_reported_and_left_alone() {
+    let docs = rbac();
+    let run = unsupported_platform(&docs).await;
+    assert!(run.denials.is_empty(), "Forbidden: {:#?}", run.denials);
+    assert!(
+        run.completed,
+        "no UnsupportedPlatform Event, or the metric did not say 0"
+    );
+
+    let events_rule = grants(&docs)
+        .into_iter()
+        .find(|(d, _, verb)| docs[*d]["metadata"]["namespace"] == "default" && verb == "create");
+    let Some(events_rule) = events_rule else {
+        panic!("no rule for Events in default")
+    };
+    let run = unsupported_platform(&without(&docs, &events_rule)).await;
+    assert!(
+        run.denials.iter().any(|m| m.contains(
+            "cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \"default\""
+        )),
+        "{:?}",
+        run.denials
+    );
+}
+
+/// Runs the operator as its ServiceAccount under `rbac` on a GCP cluster with the samples
+/// until the Event and the metric say the platform is unsupported (or a denial).
+async fn unsupported_platform(rbac: &[Value]) -> Run {
+    let deploy = deploy_dir();
+    let env = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(deploy.join("examples/crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .namespace(SA_NS)
+        .service_account(SA_NS, SA)
+        .start()
+        .await;
+    let env = match env {
+        Ok(env) => env,
+        Err(error) => panic!("envtest: {error}"),
+    };
+    let admin = env.client();
+    if let Err(error) = load_samples(&admin, &deploy.join("examples"), &|ns| ns.to_owned()).await {
+        panic!("samples: {error}");
+    }
+    let infrastructures: Api<sync_core::api::Infrastructure> = Api::all(admin.clone());
+    let gcp =
+        Patch::Merge(json!({"status": {"platform": "GCP", "platformStatus": {"type": "GCP", "aws": null}}}));
+    if let Err(error) = infrastructures
+        .patch_status("cluster", &PatchParams::default(), &gcp)
+        .await
+    {
+        panic!("making the cluster GCP: {error}");
+    }
+    for object in rbac {
+        apply(&admin, object).await;
+    }
+    let client = match env.client_as(&service_account_user(SA_NS, SA)).await {
+        Ok(client) => client,
+        Err(error) => panic!("{error}"),
+    };
+    let settings = Settings {
+        namespaces: Namespaces {
+            mapi: MAPI_NS.into(),
+            capi: CAPI_NS.into(),
+        },
+        concurrency: 2,
+        replica: "rbac-test".into(),
+        leader_election: None,
+        metrics_address: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        probe_address: None,
+        // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
+        shutdown_grace: Duration::from_secs(10),
+    };
+    let operator = match Operator::start(client, settings, CancellationToken::new()).await {
+        Ok(operator) => operator,
+        Err(error) => panic!("starting the operator: {error}"),
+    };
+    let Some(metrics) = operator.metrics_address() else {
+        panic!("no metrics")
+    };
+    let events = Api::<Event>::namespaced(admin.clone(), "default");
+    let mapi_machines: Api<sync_core::api::mapi::Machine> = Api::namespaced(admin.clone(), MAPI_NS);
+    let completed = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            if !env.denials().is_empty() {
+                return false;
+            }
+            let reported = events.list(&ListParams::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|e| {
+                    e.reason.as_deref() == Some("UnsupportedPlatform")
+                        && e.type_.as_deref() == Some("Warning")
+                        && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Infrastructure")
+                        && e.reporting_instance.as_deref() == Some("rbac-test")
+                })
+            });
+            let text = scrape(metrics).await;
+            let unsupported = metric(&text, "sync_platform_supported", &[("platform", "other")]) == 0.0
+                && text.contains("sync_platform_supported{platform=\"other\"}");
+            let reconciled = metric(&text, "sync_reconcile_total", &[("controller", "machine-sync")]) >= 5.0;
+            if reported && unsupported && reconciled {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or(false);
+    // Left alone: the AWS sample got no finalizer and no mirror.
+    if completed {
+        let machine = mapi_machines.get("aws-workers-1").await;
+        assert!(
+            machine.is_ok_and(|m| m.metadata.finalizers.unwrap_or_default().is_empty()),
+            "the sync touched a Machine on an unsupported platform"
+        );
+        let capi = Api::<sync_core::api::capi::Machine>::namespaced(admin.clone(), CAPI_NS);
+        assert!(matches!(capi.get_opt("aws-workers-1").await, Ok(None)));
+    }
+    operator.shutdown();
+    let exit = operator.wait().await;
+    assert!(matches!(exit, Ok(Exit::Shutdown)), "{exit:?}");
+    Run {
+        denials: env.denials().into_iter().map(|d| d.message).collect(),
+        completed,
+        holder: None,
+        instances: Vec::new(),
+    }
 }

@@ -233,7 +233,22 @@ where
 }
 
 /// [`eventually`] with a bound of its own.
-pub async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, mut check: F) -> TestResult<T>
+pub async fn eventually_within<T, F, Fut>(bound: Duration, what: &str, check: F) -> TestResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = TestResult<Option<T>>>,
+{
+    eventually_every(bound, Duration::from_millis(25), what, check).await
+}
+
+/// [`eventually_within`], polling every `interval`: for checks that list whole fleets,
+/// whose polling would otherwise compete with the controllers being checked.
+pub async fn eventually_every<T, F, Fut>(
+    bound: Duration,
+    interval: Duration,
+    what: &str,
+    mut check: F,
+) -> TestResult<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = TestResult<Option<T>>>,
@@ -248,7 +263,7 @@ where
         if tokio::time::Instant::now() >= deadline {
             return Err(format!("timed out waiting for {what}: {last}").into());
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(interval).await;
     }
 }
 
