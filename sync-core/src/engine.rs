@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::api::GroupKind;
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
@@ -312,6 +313,22 @@ impl<P: SyncPair> SyncController<P> {
                 }
                 () = stop.cancelled() => return,
             }
+            // Start with the infrastructure caches too: a pair reconciled before its
+            // kind's cache has listed would reach the hook without its infrastructure
+            // object, and be reconciled again once the list arrives.
+            if let Some(infra) = ctx.infra.as_ref().filter(|_| P::INFRA_REF.is_some()) {
+                let kinds = referenced_kinds::<P>(&caches.capi);
+                tokio::select! {
+                    pending = infra.listed(&kinds) => if !pending.is_empty() {
+                        let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
+                        tracing::warn!(
+                            controller = P::NAME, ?pending,
+                            "infrastructure kinds not listed in time; reconciling without them"
+                        );
+                    },
+                    () = stop.cancelled() => return,
+                }
+            }
             ready.send_replace(true);
             tracing::info!(controller = P::NAME, "caches synced; reconciling");
             let mut workers = JoinSet::new();
@@ -372,6 +389,15 @@ fn own_infra_config(config: &SyncConfig) -> InfraConfig {
     infra.watcher = config.watcher.clone();
     infra.instance = config.instance.clone();
     infra
+}
+
+/// The infrastructure kinds the cached CAPI objects reference.
+fn referenced_kinds<P: SyncPair>(capi: &Store<P::Capi>) -> HashSet<GroupKind> {
+    capi.state()
+        .iter()
+        .filter_map(|object| P::infra_ref(object).ok().flatten())
+        .map(|reference| reference.group_kind())
+        .collect()
 }
 
 async fn caches_synced<P: SyncPair>(

@@ -11,6 +11,8 @@
 //! * `--out FILE`: where the JSON result goes (default `target/bench/sync.json`; a
 //!   Markdown table is written next to it, `FILE` with the extension `.md`);
 //! * `--no-envtest`: skip envtest's own figures;
+//! * `--no-real`: skip the real sync's converge/idle/restart scenarios; `--real-only`: run
+//!   only those;
 //! * `--serve`: only fill an envtest with the fleet, print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
 //!   `valgrind --tool=massif <bench binary> --child macro <kubeconfig> 10000 100`.
@@ -34,6 +36,8 @@ struct Args {
     out: PathBuf,
     envtest: bool,
     serve: bool,
+    real: bool,
+    real_only: bool,
 }
 
 fn parse(args: &[String]) -> BenchResult<Option<Args>> {
@@ -43,6 +47,8 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
         out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench/sync.json"),
         envtest: true,
         serve: false,
+        real: true,
+        real_only: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -55,9 +61,11 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
             "--out" => parsed.out = from_shell(args.next().ok_or("--out needs a file")?),
             "--no-envtest" => parsed.envtest = false,
             "--serve" => parsed.serve = true,
+            "--no-real" => parsed.real = false,
+            "--real-only" => parsed.real_only = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--serve]"
+                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--no-real] [--real-only] [--serve]"
                 );
                 return Ok(None);
             }
@@ -99,6 +107,10 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
     if !args.envtest {
         settings.envtest = None;
     }
+    if !args.real {
+        settings.real = None;
+    }
+    settings.real_only = args.real_only && settings.real.is_some();
     if args.serve {
         return serve(&settings).await;
     }
@@ -115,8 +127,15 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
     let outcome = bench::run(&settings, &exe, |line| println!("{line}")).await?;
     let load_after = load_average();
 
-    println!();
-    print!("{}", report::table(&outcome.figures));
+    if !outcome.real_figures.is_empty() {
+        println!();
+        println!("the real sync (AWS hooks):");
+        print!("{}", report::table(&outcome.real_figures));
+    }
+    if !outcome.figures.is_empty() {
+        println!();
+        print!("{}", report::table(&outcome.figures));
+    }
     if let Some(envtest) = &outcome.envtest {
         println!();
         println!("envtest (envtest::bench, {} mode):", settings.mode);
@@ -131,6 +150,7 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
         "machine": machine,
         "load_average": {"before": load_before, "after": load_after},
         "figures": report::json(&outcome.figures),
+        "real_sync_figures": report::json(&outcome.real_figures),
         "raw": outcome.raw,
         "envtest": outcome.envtest.as_ref().map(|r| r.to_json()),
     });
@@ -139,7 +159,13 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
     }
     std::fs::write(&args.out, format!("{result:#}\n"))?;
     let markdown = args.out.with_extension("md");
-    std::fs::write(&markdown, report::markdown(&outcome.figures))?;
+    let mut tables = String::new();
+    if !outcome.real_figures.is_empty() {
+        tables.push_str(&report::markdown(&outcome.real_figures));
+        tables.push('\n');
+    }
+    tables.push_str(&report::markdown(&outcome.figures));
+    std::fs::write(&markdown, tables)?;
     println!(
         "results written to {} (table: {})",
         args.out.display(),

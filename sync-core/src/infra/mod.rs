@@ -58,10 +58,15 @@ pub struct InfraConfig {
     pub watcher: watcher::Config,
     /// The `reportingInstance` of its Events (the pod name).
     pub instance: Option<String>,
+    /// How long a controller's workers wait at start for the kinds its CAPI objects
+    /// reference to list (or fail to resolve), so that the first reconcile of each pair
+    /// already has its infrastructure object; past it they start anyway.
+    pub first_list_wait: Duration,
 }
 
 impl InfraConfig {
-    /// Defaults for `namespace`: a 2 s grace, retries from 100 ms up to 30 s.
+    /// Defaults for `namespace`: a 2 s grace, retries from 100 ms up to 30 s, workers
+    /// waiting up to 10 s for the first lists.
     pub fn new(namespace: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
@@ -72,6 +77,7 @@ impl InfraConfig {
             },
             watcher: watcher::Config::default(),
             instance: None,
+            first_list_wait: Duration::from_secs(10),
         }
     }
 }
@@ -100,6 +106,8 @@ struct Inner {
     client: Client,
     config: InfraConfig,
     state: Mutex<State>,
+    /// Bumped whenever a watch is added, resolved or fails (for [`InfraTracker::listed`]).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Default)]
@@ -152,6 +160,7 @@ impl InfraTracker {
                 client,
                 config,
                 state: Mutex::default(),
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -204,6 +213,58 @@ impl InfraTracker {
             .iter()
             .filter_map(|(gk, watch)| Some((gk.clone(), watch.store.as_ref()?.len())))
             .collect()
+    }
+
+    /// Waits until each of `kinds` has listed into its cache or failed to resolve, for at
+    /// most [`InfraConfig::first_list_wait`]; returns the kinds still pending then.
+    ///
+    /// A kind not watched yet is waited for too: the CAPI objects' references are reported
+    /// just after the CAPI cache has listed, so a kind read from that cache may appear a
+    /// moment later.
+    pub async fn listed(&self, kinds: &HashSet<GroupKind>) -> Vec<GroupKind> {
+        let deadline = tokio::time::Instant::now() + self.inner.config.first_list_wait;
+        let mut changes = self.inner.changes.subscribe();
+        let mut pending: Vec<GroupKind> = kinds.iter().cloned().collect();
+        loop {
+            // Kinds with a cache: wait for its list; failed kinds are done; the others
+            // wait for the next change of the tracker's state.
+            let mut stores = Vec::new();
+            let mut unresolved = Vec::new();
+            {
+                let state = self.inner.lock();
+                for group_kind in pending {
+                    match state.watches.get(&group_kind) {
+                        Some(Watch {
+                            status: WatchStatus::Failed(_),
+                            ..
+                        }) => {}
+                        Some(Watch {
+                            store: Some(store), ..
+                        }) => stores.push((group_kind, store.clone())),
+                        _ => unresolved.push(group_kind),
+                    }
+                }
+                changes.borrow_and_update();
+            }
+            let mut still = Vec::new();
+            for (group_kind, store) in stores {
+                match tokio::time::timeout_at(deadline, store.wait_until_ready()).await {
+                    Ok(_) => {}
+                    Err(_) => still.push(group_kind),
+                }
+            }
+            if unresolved.is_empty() || tokio::time::Instant::now() >= deadline {
+                still.extend(unresolved);
+                return still;
+            }
+            pending = unresolved;
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return pending;
+            }
+        }
     }
 
     /// The cached metadata of the object `reference` names, if its kind is watched.
@@ -355,6 +416,7 @@ impl Inner {
                 task: Some(task),
             },
         );
+        self.changed();
     }
 
     fn forget_reference(
@@ -416,6 +478,7 @@ impl Inner {
             return;
         };
         watch.status = WatchStatus::Failed(error.to_string());
+        self.changed();
         if first {
             for (id, name) in referrers_of(&state, group_kind) {
                 let note = format!("cannot watch {group_kind}: {error}");
@@ -433,6 +496,11 @@ impl Inner {
             watch.resource = Some(resource.clone());
             watch.store = Some(store);
         }
+        self.changed();
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Sends the names an infrastructure object's change reconciles to the controllers

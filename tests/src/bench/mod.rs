@@ -26,7 +26,9 @@ pub mod fill;
 pub mod memory;
 pub mod probe;
 pub mod procfs;
+pub mod real_sync;
 pub mod report;
+pub mod requests;
 pub mod scenarios;
 pub mod sut;
 
@@ -37,6 +39,7 @@ use envtest::harness::bench::{Report, Sizes, Stats};
 use serde_json::{Value, json};
 
 use fill::Fleet;
+use real_sync::{RealOutcome, RealSettings};
 use report::Figure;
 use scenarios::{Restart, Session, Throughput, Watched};
 use sut::Implementation;
@@ -84,6 +87,10 @@ pub struct Settings {
     pub issue4_pairs: usize,
     /// envtest's own benchmark (`None`: skipped).
     pub envtest: Option<Sizes>,
+    /// The real sync's converge/idle/restart scenarios (`None`: skipped).
+    pub real: Option<RealSettings>,
+    /// Only the real sync's scenarios (not the stub-hook comparison).
+    pub real_only: bool,
 }
 
 impl Settings {
@@ -104,6 +111,14 @@ impl Settings {
             restart_updates: (machines / 5).clamp(1, 2_000),
             issue4_pairs: 1_000,
             envtest: Some(Sizes::full()),
+            real: Some(RealSettings {
+                fleet: Fleet {
+                    machines,
+                    machine_sets: (machines / 100).max(1),
+                },
+                idle: Duration::from_secs(60),
+            }),
+            real_only: false,
         }
     }
 
@@ -114,6 +129,13 @@ impl Settings {
             mode: "quick",
             latency_samples: 100,
             envtest: Some(Sizes::quick()),
+            real: Some(RealSettings {
+                fleet: Fleet {
+                    machines,
+                    machine_sets: (machines / 100).max(1),
+                },
+                idle: Duration::from_secs(15),
+            }),
             ..Self::full(Some(machines))
         }
     }
@@ -127,6 +149,8 @@ pub struct Outcome {
     pub envtest: Option<Report>,
     /// The raw measurements.
     pub raw: Value,
+    /// The real sync's figures (sync against the floor), in table order.
+    pub real_figures: Vec<Figure>,
 }
 
 /// The sessions of one implementation.
@@ -244,6 +268,29 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     let fleet = settings.fleet;
     let started = Instant::now();
     let mut figures = Vec::new();
+
+    let real = match settings.real {
+        Some(real) => {
+            progress(&format!(
+                "0. the real sync: {} MAPI Machines and {} MachineSets (converge, idle, restart, floor)",
+                real.fleet.machines, real.fleet.machine_sets
+            ));
+            Some(real_sync::run(real, &progress).await?)
+        }
+        None => None,
+    };
+    let real_figures = real
+        .as_ref()
+        .map(|r| real_figures(settings, r))
+        .unwrap_or_default();
+    if settings.real_only {
+        return Ok(Outcome {
+            figures,
+            envtest: None,
+            raw: json!({ "real_sync": real }),
+            real_figures,
+        });
+    }
 
     progress("1+2. cold start and event-to-hook latency");
     let [macro_sessions, hand_sessions] = sessions(
@@ -482,7 +529,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
                 mib(m.rss_kib),
                 Some(mib(h.rss_kib)),
             )
-            .target(100.0),
+            .target(64.0),
         );
         figures.push(Figure::lower(
             "memory: peak resident set (VmHWM)",
@@ -574,10 +621,126 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         "throughput": {"macro": mt, "hand-written": ht},
         "memory": memory,
         "restart": {"macro": restarts.first(), "hand-written": restarts.get(1)},
+        "real_sync": real,
     });
     Ok(Outcome {
         figures,
         envtest,
         raw,
+        real_figures,
     })
+}
+
+/// The real sync's figures: its own values, with targets (the floor's in rows of their
+/// own; no hand-written column).
+fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
+    let Some(RealSettings { fleet, idle }) = settings.real else {
+        return Vec::new();
+    };
+    let pairs = (fleet.machines + fleet.machine_sets).max(1) as f64;
+    let ratio = if real.floor_ms > 0.0 {
+        real.converged_ms / real.floor_ms
+    } else {
+        0.0
+    };
+    vec![
+        Figure::lower(
+            format!(
+                "real sync converge: {} Machines and {} MachineSets synchronized (every mirror created)",
+                fleet.machines, fleet.machine_sets
+            ),
+            "ms",
+            real.converged_ms,
+            None,
+        ),
+        Figure::lower(
+            "real sync converge: last write or reconcile before 1 s of quiet",
+            "ms",
+            real.converge_quiet_ms,
+            None,
+        ),
+        Figure::lower(
+            format!(
+                "floor: the same objects written by a plain client, {} pairs at once",
+                real_sync::CONCURRENCY
+            ),
+            "ms",
+            real.floor_ms,
+            None,
+        ),
+        Figure::lower("real sync converge / floor (wall time)", "ratio", ratio, None).target(1.5),
+        Figure::lower(
+            "real sync converge: write requests per pair",
+            "requests",
+            real.converge_writes as f64 / pairs,
+            None,
+        ),
+        Figure::lower(
+            "floor: write requests per pair",
+            "requests",
+            real.floor_writes as f64 / pairs,
+            None,
+        ),
+        Figure::lower(
+            "real sync converge: hook calls per pair",
+            "calls",
+            real.converge_hook_calls as f64 / pairs,
+            None,
+        ),
+        Figure::lower(
+            "real sync converge: controllers' CPU time until quiet",
+            "ms",
+            real.converge_cpu_ms,
+            None,
+        ),
+        Figure::lower(
+            format!(
+                "idle {} s with a relist in the middle: write requests",
+                idle.as_secs()
+            ),
+            "count",
+            real.idle_writes as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
+            "idle: server resourceVersion advance",
+            "count",
+            real.idle_rv_advance as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
+            "idle: hook calls (the relist's)",
+            "calls",
+            real.idle_hook_calls as f64,
+            None,
+        ),
+        Figure::lower(
+            "restart over the synchronized fleet: until quiet",
+            "ms",
+            real.restart_quiet_ms,
+            None,
+        )
+        .target(2000.0),
+        Figure::lower(
+            "restart: write requests",
+            "count",
+            real.restart_writes as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
+            "restart: hook calls per pair",
+            "calls",
+            real.restart_hook_calls as f64 / pairs,
+            None,
+        ),
+        Figure::lower(
+            "restart: controllers' CPU time until quiet",
+            "ms",
+            real.restart_cpu_ms,
+            None,
+        ),
+    ]
 }

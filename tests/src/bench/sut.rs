@@ -137,29 +137,41 @@ impl Running {
         probes: Probes,
         session: usize,
     ) -> Result<Self, BenchError> {
-        let thread_name = format!("sut-{session}");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name(thread_name.clone())
-            .enable_all()
-            .build()
-            .map_err(|e| BenchError::Other(format!("runtime: {e}")))?;
-        let (stop, stopped) = oneshot::channel::<()>();
         let kubeconfig = kubeconfig.to_owned();
-        let started = Instant::now();
-        let task = runtime.spawn(async move {
+        Self::spawn(&format!("sut-{session}"), move |stopped| async move {
             let client = client(&kubeconfig).await?;
             run(implementation, client, namespaces, probes, async move {
                 let _ = stopped.await;
             })
             .await;
             Ok(())
-        });
+        })
+    }
+
+    /// Runs `controllers` on a runtime of its own whose threads are named `thread_name`
+    /// (unique per session, so CPU time is not mixed with a previous session's threads);
+    /// `controllers` is handed the signal to stop.
+    pub fn spawn<F>(
+        thread_name: &str,
+        controllers: impl FnOnce(oneshot::Receiver<()>) -> F,
+    ) -> Result<Self, BenchError>
+    where
+        F: Future<Output = Result<(), BenchError>> + Send + 'static,
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(thread_name)
+            .enable_all()
+            .build()
+            .map_err(|e| BenchError::Other(format!("runtime: {e}")))?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let started = Instant::now();
+        let task = runtime.spawn(controllers(stopped));
         Ok(Self {
             runtime: Some(runtime),
             stop: Some(stop),
             task: Some(task),
-            thread_name,
+            thread_name: thread_name.to_owned(),
             started,
         })
     }

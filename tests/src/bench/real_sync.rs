@@ -1,0 +1,763 @@
+//! The real sync at scale: the operator's Machine and MachineSet controllers with the AWS
+//! hooks, on an envtest holding CAPA's AWS CRDs and a fleet of MAPI objects only.
+//!
+//! * **Converge**: N MAPI Machines (AWS providerSpecs, each owned by one of N/100 MAPI
+//!   MachineSets) → until every CAPI Machine, AWSMachine, CAPI MachineSet and
+//!   AWSMachineTemplate exists and every MAPI object is `Synchronized=True` at its
+//!   generation, then until the controllers stop writing; API requests by verb.
+//! * **Floor**: the same final objects (read back from the converged cluster) written by a
+//!   plain client into a fresh envtest holding the same MAPI input, at the controllers'
+//!   concurrency: what the writes alone cost.
+//! * **Idle**: a window without changes, with every watch expired (a relist) in the middle:
+//!   writes and hook calls.
+//! * **Restart**: the controllers started again over the synchronized fleet: time until
+//!   quiet and writes.
+//!
+//! Writes are counted twice: on the controllers' client ([`requests`](super::requests))
+//! and as the server's resourceVersion advance (every write bumps it).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use controllers::machine::{MachineHooks, MachineSync};
+use controllers::machine_set::{MachineSetHooks, MachineSetSync};
+use controllers::sync::Cluster as ClusterFacts;
+use envtest::TestEnv;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use sync_core::api::mapi;
+use sync_core::observe::{Observer, Outcome};
+use sync_core::{InfraConfig, InfraTracker, MapiObject, SyncConfig, SyncController};
+
+use super::fill::{self, Fleet};
+use super::requests::{Requests, Snapshot, counted_client};
+use super::sut::Running;
+use super::{BenchError, ms};
+use crate::real::{AWS_VERSION, CLUSTER_NAME, REGION};
+
+/// Names each controller reconciles at once (sync-core's default), and the floor's writes
+/// in flight per kind of pair.
+pub const CONCURRENCY: usize = 4;
+/// How long without a write or a reconcile counts as quiet.
+pub const QUIET: Duration = Duration::from_secs(1);
+/// Requests in flight while filling the input.
+const FILL_IN_FLIGHT: usize = 32;
+const SET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
+
+/// How much a run does.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct RealSettings {
+    /// The fleet (MAPI Machines, MAPI MachineSets).
+    pub fleet: Fleet,
+    /// The idle window (the relist is in its middle).
+    pub idle: Duration,
+}
+
+/// One reconcile, when it finished.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// When it finished.
+    pub at: Instant,
+    /// Whether a hook ran (not a skip).
+    pub hook: bool,
+}
+
+/// An [`Observer`] that keeps the time of every reconcile.
+#[derive(Clone, Default)]
+pub struct TimedObserver(Arc<Mutex<Vec<Timed>>>);
+
+impl Observer for TimedObserver {
+    fn reconciled(&self, _: &'static str, _: &str, outcome: &Outcome, _: Duration) {
+        let hook = !matches!(outcome, Outcome::Skipped(_));
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Timed {
+                at: Instant::now(),
+                hook,
+            });
+    }
+}
+
+impl TimedObserver {
+    fn all(&self) -> Vec<Timed> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// (reconciles, hook calls) so far.
+    pub fn counts(&self) -> (usize, usize) {
+        let all = self.all();
+        (all.len(), all.iter().filter(|t| t.hook).count())
+    }
+
+    fn last(&self) -> Option<Instant> {
+        self.all().iter().map(|t| t.at).max()
+    }
+}
+
+/// The controllers with the real hooks, on a runtime of their own, with a counted client.
+pub struct Controllers {
+    running: Running,
+    /// Their requests.
+    pub requests: Arc<Requests>,
+    /// Their reconciles.
+    pub observer: TimedObserver,
+}
+
+impl Controllers {
+    /// Starts both controllers against the cluster of `kubeconfig`.
+    pub fn start(kubeconfig: &str, session: usize) -> Result<Self, BenchError> {
+        let requests = Requests::new();
+        let observer = TimedObserver::default();
+        let (kubeconfig, counted, observed) = (kubeconfig.to_owned(), requests.clone(), observer.clone());
+        let running = Running::spawn(&format!("real-{session}"), move |stopped| async move {
+            let client = counted_client(&kubeconfig, counted).await?;
+            run_controllers(client, observed, async move {
+                let _ = stopped.await;
+            })
+            .await
+        })?;
+        Ok(Self {
+            running,
+            requests,
+            observer,
+        })
+    }
+
+    /// When they were started.
+    pub fn started(&self) -> Instant {
+        self.running.started
+    }
+
+    /// Their CPU time so far.
+    pub fn cpu(&self) -> Duration {
+        self.running.cpu()
+    }
+
+    /// Stops them.
+    pub async fn stop(self) -> Result<(), BenchError> {
+        self.running.stop().await
+    }
+
+    /// Waits until neither a write nor a reconcile happened for [`QUIET`] (at most
+    /// `bound`); returns the last activity's time after the start.
+    pub async fn quiet(&self, bound: Duration) -> Result<Duration, BenchError> {
+        let deadline = Instant::now() + bound;
+        loop {
+            let last = [self.requests.last_write(), self.observer.last()]
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(self.started());
+            if last.elapsed() >= QUIET {
+                return Ok(last.saturating_duration_since(self.started()));
+            }
+            if Instant::now() >= deadline {
+                return Err(BenchError::Other(format!(
+                    "the controllers did not fall quiet within {bound:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Both controllers with the AWS hooks until `shutdown`.
+async fn run_controllers(
+    client: Client,
+    observer: TimedObserver,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), BenchError> {
+    let namespaces = fill::namespaces();
+    let config = SyncConfig {
+        namespaces: namespaces.clone(),
+        concurrency: CONCURRENCY,
+        ..SyncConfig::default()
+    };
+    let facts = Arc::new(ClusterFacts::from_infrastructure(
+        crate::real::infrastructure().map_err(|e| BenchError::Other(e.to_string()))?,
+    ));
+    let platform = controllers::platform::for_cluster(&facts).map_err(BenchError::Other)?;
+    let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
+    let observer: Arc<dyn Observer> = Arc::new(observer);
+    let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
+        .with_infra(tracker.clone())
+        .with_observer(observer.clone());
+    let sets = SyncController::<MachineSetSync>::new(client, config)
+        .with_infra(tracker)
+        .with_observer(observer);
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    tokio::join!(
+        machines.run(
+            MachineHooks {
+                platform: platform.clone(),
+                cluster: facts.clone(),
+            },
+            shutdown.clone(),
+        ),
+        sets.run(
+            MachineSetHooks {
+                platform,
+                cluster: facts,
+            },
+            shutdown,
+        ),
+    );
+    Ok(())
+}
+
+/// CAPA's AWSMachine and AWSMachineTemplate CRDs (the upstream fixtures).
+pub fn aws_crds() -> Result<Vec<CustomResourceDefinition>, BenchError> {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
+    [
+        "infrastructure.cluster.x-k8s.io_awsmachines.yaml",
+        "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
+    ]
+    .into_iter()
+    .map(|file| {
+        let text = std::fs::read_to_string(fixtures.join(file))
+            .map_err(|e| BenchError::Other(format!("{file}: {e}")))?;
+        serde_saphyr::from_str(&text).map_err(|e| BenchError::Other(format!("{file}: {e}")))
+    })
+    .collect()
+}
+
+/// An envtest with the project's CRDs, CAPA's AWS CRDs and the fleet's namespaces.
+pub async fn start_env() -> Result<TestEnv, BenchError> {
+    let namespaces = fill::namespaces();
+    let builder = TestEnv::builder()
+        .crd_dir(crate::crd_dir())
+        .namespace(&namespaces.mapi)
+        .namespace(&namespaces.capi);
+    let builder = aws_crds()?.into_iter().fold(builder, |b, crd| b.crd_object(crd));
+    Ok(builder.start().await?)
+}
+
+/// A realistic AWS providerSpec (an installer-made worker's) in the cluster's region.
+pub fn provider_spec(zone: &str) -> Value {
+    json!({
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "AWSMachineProviderConfig",
+        "ami": {"id": "ami-0123456789abcdef0"},
+        "instanceType": "m6i.xlarge",
+        "placement": {"availabilityZone": zone, "region": REGION},
+        "blockDevices": [{"ebs": {"encrypted": true, "iops": 0, "kmsKey": {"arn": ""},
+                                  "volumeSize": 120, "volumeType": "gp3"}}],
+        "credentialsSecret": {"name": "aws-cloud-credentials"},
+        "iamInstanceProfile": {"id": format!("{CLUSTER_NAME}-worker-profile")},
+        "metadataServiceOptions": {},
+        "securityGroups": [{"filters": [{"name": "tag:Name", "values": [format!("{CLUSTER_NAME}-node")]}]},
+                           {"filters": [{"name": "tag:Name", "values": [format!("{CLUSTER_NAME}-lb")]}]}],
+        "subnet": {"filters": [{"name": "tag:Name", "values": [format!("{CLUSTER_NAME}-subnet-private-{zone}")]}]},
+        "tags": [{"name": format!("kubernetes.io/cluster/{CLUSTER_NAME}"), "value": "owned"}],
+        "userDataSecret": {"name": "worker-user-data"},
+    })
+}
+
+fn zone(j: usize) -> String {
+    format!("{REGION}{}", ["a", "b", "c"][j % 3])
+}
+
+fn object<K: serde::de::DeserializeOwned>(value: Value) -> Result<K, BenchError> {
+    serde_json::from_value(value).map_err(|e| BenchError::Other(format!("fixture: {e}")))
+}
+
+/// Creates the MAPI side of the fleet: MachineSet `ms-007` (`MachineAPI`, replicas N/M) and
+/// Machine `m-000042` owned by `ms-{42 % M}`, both with `status.authoritativeAPI`.
+pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> {
+    let namespace = fill::namespaces().mapi;
+    let sets_api: Api<mapi::MachineSet> = Api::namespaced(client.clone(), &namespace);
+    let machines_api: Api<mapi::Machine> = Api::namespaced(client.clone(), &namespace);
+    let sets = fleet.machine_sets.max(1);
+    let replicas = fleet.machines / sets;
+    let created: Vec<mapi::MachineSet> = futures::stream::iter(0..sets)
+        .map(|j| {
+            let api = sets_api.clone();
+            async move {
+                let name = Fleet::machine_set(j);
+                let set: mapi::MachineSet = object(json!({
+                    "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+                    "metadata": {"name": name, "labels": {"machine.openshift.io/cluster-api-cluster": CLUSTER_NAME}},
+                    "spec": {
+                        "replicas": replicas, "authoritativeAPI": "MachineAPI",
+                        "selector": {"matchLabels": {"machine.openshift.io/cluster-api-cluster": CLUSTER_NAME, SET_LABEL: name}},
+                        "template": {
+                            "metadata": {"labels": {
+                                "machine.openshift.io/cluster-api-cluster": CLUSTER_NAME,
+                                "machine.openshift.io/cluster-api-machine-role": "worker",
+                                "machine.openshift.io/cluster-api-machine-type": "worker",
+                                SET_LABEL: name,
+                            }},
+                            "spec": {"authoritativeAPI": "MachineAPI", "providerSpec": {"value": provider_spec(&zone(j))}},
+                        },
+                    },
+                }))?;
+                api.create(&PostParams::default(), &set).await?;
+                let status = json!({"status": {"authoritativeAPI": "MachineAPI", "replicas": replicas}});
+                Ok::<_, BenchError>(api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?)
+            }
+        })
+        .buffered(FILL_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    futures::stream::iter(0..fleet.machines)
+        .map(|i| {
+            let api = machines_api.clone();
+            let set = &created[i % sets];
+            async move {
+                let name = Fleet::machine(i);
+                let set_name = set.name_any();
+                let zone = zone(i % sets);
+                let provider_id = format!("aws:///{zone}/i-{name}");
+                let machine: mapi::Machine = object(json!({
+                    "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                    "metadata": {
+                        "name": name,
+                        "labels": {
+                            "machine.openshift.io/cluster-api-cluster": CLUSTER_NAME,
+                            "machine.openshift.io/cluster-api-machine-role": "worker",
+                            "machine.openshift.io/cluster-api-machine-type": "worker",
+                            SET_LABEL: set_name,
+                        },
+                        "annotations": {"machine.openshift.io/instance-state": "running"},
+                        "ownerReferences": [{
+                            "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+                            "name": set_name, "uid": set.uid().unwrap_or_default(),
+                            "controller": true, "blockOwnerDeletion": true,
+                        }],
+                    },
+                    "spec": {
+                        "authoritativeAPI": "MachineAPI",
+                        "providerID": provider_id,
+                        "lifecycleHooks": {},
+                        "providerSpec": {"value": provider_spec(&zone)},
+                    },
+                }))?;
+                api.create(&PostParams::default(), &machine).await?;
+                let status = json!({"status": {
+                    "authoritativeAPI": "MachineAPI",
+                    "phase": "Running",
+                    "providerStatus": {"apiVersion": "machine.openshift.io/v1beta1", "kind": "AWSMachineProviderStatus",
+                                       "instanceId": format!("i-{name}"), "instanceState": "running"},
+                    "addresses": [{"type": "InternalIP", "address": "10.0.12.34"},
+                                  {"type": "InternalDNS", "address": "ip-10-0-12-34.ec2.internal"}],
+                }});
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+                Ok::<_, BenchError>(())
+            }
+        })
+        .buffer_unordered(FILL_IN_FLIGHT)
+        .try_collect::<()>()
+        .await
+}
+
+/// Whether a MAPI object says `Synchronized=True` at its own generation.
+fn synchronized<M: MapiObject>(object: &M) -> bool {
+    let condition = sync_core::toolkit::status::synchronized(object);
+    condition.is_some_and(|c| c.status == "True")
+        && sync_core::toolkit::status::synchronized_generation(object) == object.meta().generation
+}
+
+/// Watches MAPI `K`s until `expected` of them are synchronized (at most `bound`).
+async fn all_synchronized<K>(client: &Client, expected: usize, bound: Duration) -> Result<(), BenchError>
+where
+    K: MapiObject + kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+    K: Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &fill::namespaces().mapi);
+    let mut done: HashMap<String, bool> = HashMap::new();
+    let mut synced = 0usize;
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    let waited = tokio::time::timeout(bound, async {
+        while let Some(event) = stream.next().await {
+            let objects = match event {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => vec![o],
+                _ => continue,
+            };
+            for object in objects {
+                let now = synchronized(&object);
+                let before = done.insert(object.name_any(), now).unwrap_or(false);
+                match (before, now) {
+                    (false, true) => synced += 1,
+                    (true, false) => synced -= 1,
+                    _ => {}
+                }
+            }
+            if synced >= expected {
+                return;
+            }
+        }
+    })
+    .await;
+    waited.map_err(|_| {
+        BenchError::Other(format!(
+            "{synced} of {expected} {} synchronized after {bound:?}",
+            K::kind(&())
+        ))
+    })
+}
+
+/// The kinds the sync writes, in the order the floor creates them.
+fn written_kinds() -> [(&'static str, ApiResource); 4] {
+    [
+        ("CAPI MachineSet", fill::capi_machine_sets()),
+        (
+            "AWSMachineTemplate",
+            crate::infra_resource("AWSMachineTemplate", AWS_VERSION),
+        ),
+        ("CAPI Machine", fill::capi_machines()),
+        ("AWSMachine", crate::infra_resource("AWSMachine", AWS_VERSION)),
+    ]
+}
+
+/// The converged objects, read back for the floor.
+pub struct Converged {
+    /// The objects the sync created, by [`written_kinds`].
+    created: Vec<Vec<DynamicObject>>,
+    /// The MAPI MachineSets and Machines as the sync left them.
+    mapi_sets: Vec<DynamicObject>,
+    mapi_machines: Vec<DynamicObject>,
+}
+
+impl Converged {
+    /// Reads every kind; fails unless each holds as many objects as the fleet has pairs.
+    pub async fn read(client: &Client, fleet: Fleet) -> Result<Self, BenchError> {
+        let namespaces = fill::namespaces();
+        let mut created = Vec::new();
+        for (label, resource) in written_kinds() {
+            let expected = if resource.kind.contains("Set") || resource.kind.contains("Template") {
+                fleet.machine_sets
+            } else {
+                fleet.machines
+            };
+            let list = fill::dynamic(client, &namespaces.capi, &resource)
+                .list(&ListParams::default())
+                .await?;
+            if list.items.len() != expected {
+                return Err(BenchError::Other(format!(
+                    "{label}: {} objects, expected {expected}",
+                    list.items.len()
+                )));
+            }
+            created.push(list.items);
+        }
+        let mapi = |resource: ApiResource| {
+            let api = fill::dynamic(client, &namespaces.mapi, &resource);
+            async move { Ok::<_, BenchError>(api.list(&ListParams::default()).await?.items) }
+        };
+        Ok(Self {
+            created,
+            mapi_sets: mapi(fill::mapi_machine_sets()).await?,
+            mapi_machines: mapi(fill::mapi_machines()).await?,
+        })
+    }
+
+    /// Objects written in total by the floor.
+    pub fn objects(&self) -> usize {
+        self.created.iter().map(Vec::len).sum::<usize>() + self.mapi_sets.len() + self.mapi_machines.len()
+    }
+}
+
+/// An object as a client would create it: no server-set metadata, no status, owner uids
+/// mapped to the new cluster's.
+fn to_create(object: &DynamicObject, uids: &HashMap<String, String>) -> (DynamicObject, Option<Value>) {
+    let mut copy = object.clone();
+    let meta = &mut copy.metadata;
+    meta.uid = None;
+    meta.resource_version = None;
+    meta.creation_timestamp = None;
+    meta.generation = None;
+    meta.managed_fields = None;
+    if let Some(owners) = &mut meta.owner_references {
+        for owner in owners {
+            if let Some(uid) = uids.get(&owner.uid) {
+                owner.uid = uid.clone();
+            }
+        }
+    }
+    let status = copy.data.as_object_mut().and_then(|d| d.remove("status"));
+    (
+        copy,
+        status.filter(|s| s.as_object().is_some_and(|o| !o.is_empty())),
+    )
+}
+
+/// Creates `object` (then its status) with `api`; returns (old uid, new uid).
+async fn create(
+    api: &Api<DynamicObject>,
+    object: &DynamicObject,
+    uids: &HashMap<String, String>,
+) -> Result<(String, String), BenchError> {
+    let (body, status) = to_create(object, uids);
+    let created = api.create(&PostParams::default(), &body).await?;
+    if let Some(status) = status {
+        api.patch_status(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    }
+    Ok((
+        object.uid().unwrap_or_default(),
+        created.uid().unwrap_or_default(),
+    ))
+}
+
+/// Brings a MAPI object to its converged state: its metadata (finalizers, labels,
+/// annotations) and its status, one merge patch each.
+async fn converge_mapi(api: &Api<DynamicObject>, object: &DynamicObject) -> Result<(), BenchError> {
+    let name = object.name_any();
+    if !object.finalizers().is_empty() {
+        let metadata = json!({"metadata": {"finalizers": object.finalizers()}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(metadata))
+            .await?;
+    }
+    if let Some(status) = object.data.get("status") {
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The floor: writes `converged` into `env` (filled with the same MAPI input) with a
+/// plain client, [`CONCURRENCY`] objects at once. Returns the wall time and the requests.
+pub async fn floor(env: &TestEnv, converged: &Converged) -> Result<(Duration, Snapshot), BenchError> {
+    let requests = Requests::new();
+    let client = counted_client(&env.kubeconfig(), requests.clone()).await?;
+    let namespaces = fill::namespaces();
+    let mapi_uids = |resource: ApiResource, old: &[DynamicObject]| {
+        let api = fill::dynamic(&client, &namespaces.mapi, &resource);
+        let old: HashMap<String, String> = old
+            .iter()
+            .map(|o| (o.name_any(), o.uid().unwrap_or_default()))
+            .collect();
+        async move {
+            let listed = api.list(&ListParams::default()).await?.items;
+            Ok::<_, BenchError>(
+                listed
+                    .into_iter()
+                    .filter_map(|o| Some((old.get(&o.name_any())?.clone(), o.uid()?)))
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+    let mut uids: HashMap<String, String> = HashMap::new();
+    uids.extend(mapi_uids(fill::mapi_machine_sets(), &converged.mapi_sets).await?);
+    uids.extend(mapi_uids(fill::mapi_machines(), &converged.mapi_machines).await?);
+    let before = requests.snapshot();
+    let started = Instant::now();
+    // Kind by kind, owners before what they own (a CAPI MachineSet before its template
+    // and Machines, a CAPI Machine before its AWSMachine), then the MAPI objects' state.
+    for ((_, resource), objects) in written_kinds().iter().zip(&converged.created) {
+        let api = fill::dynamic(&client, &namespaces.capi, resource);
+        let created: Vec<(String, String)> = futures::stream::iter(objects)
+            .map(|object| create(&api, object, &uids))
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        uids.extend(created);
+    }
+    for (resource, objects) in [
+        (fill::mapi_machine_sets(), &converged.mapi_sets),
+        (fill::mapi_machines(), &converged.mapi_machines),
+    ] {
+        let api = fill::dynamic(&client, &namespaces.mapi, &resource);
+        futures::stream::iter(objects)
+            .map(|object| converge_mapi(&api, object))
+            .buffer_unordered(CONCURRENCY)
+            .try_collect::<()>()
+            .await?;
+    }
+    Ok((started.elapsed(), requests.snapshot().since(&before)))
+}
+
+/// Everything the real-sync scenarios measured.
+#[derive(Debug, serde::Serialize)]
+pub struct RealOutcome {
+    /// Filling the MAPI input.
+    pub fill_ms: f64,
+    /// Start to every MAPI object synchronized.
+    pub converged_ms: f64,
+    /// Start to the last write or reconcile before [`QUIET`].
+    pub converge_quiet_ms: f64,
+    /// The controllers' CPU time until quiet.
+    pub converge_cpu_ms: f64,
+    /// Requests until quiet.
+    pub converge_requests: Value,
+    /// Hook calls and reconciles until quiet.
+    pub converge_hook_calls: usize,
+    /// Reconciles until quiet.
+    pub converge_reconciles: usize,
+    /// The floor's wall time.
+    pub floor_ms: f64,
+    /// The floor's requests.
+    pub floor_requests: Value,
+    /// Objects the floor wrote (created or brought to their state).
+    pub floor_objects: usize,
+    /// Idle: the window.
+    pub idle_ms: f64,
+    /// Idle: requests.
+    pub idle_requests: Value,
+    /// Idle: writes (client side).
+    pub idle_writes: u64,
+    /// Idle: the server's resourceVersion advance.
+    pub idle_rv_advance: u64,
+    /// Idle: hook calls (the relist's included).
+    pub idle_hook_calls: usize,
+    /// Idle: reconciles.
+    pub idle_reconciles: usize,
+    /// Restart: start to the last write or reconcile before [`QUIET`].
+    pub restart_quiet_ms: f64,
+    /// Restart: CPU until quiet.
+    pub restart_cpu_ms: f64,
+    /// Restart: requests.
+    pub restart_requests: Value,
+    /// Restart: writes (client side).
+    pub restart_writes: u64,
+    /// Restart: the server's resourceVersion advance.
+    pub restart_rv_advance: u64,
+    /// Restart: hook calls.
+    pub restart_hook_calls: usize,
+    /// Converge: writes (client side), for the ratio to the floor.
+    pub converge_writes: u64,
+    /// The floor's writes.
+    pub floor_writes: u64,
+}
+
+/// Runs converge, idle, restart and the floor for `settings.fleet`.
+pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<RealOutcome, BenchError> {
+    let fleet = settings.fleet;
+    let bound = Duration::from_secs(60) + Duration::from_millis(20 * fleet.machines as u64);
+    let env = start_env().await?;
+    let filling = Instant::now();
+    fill_mapi(&env.client(), fleet).await?;
+    let fill_ms = ms(filling.elapsed());
+    fill::warm(&env.client(), &fill::namespaces()).await.ok();
+    progress(&format!(
+        "  filled {} MAPI Machines and {} MAPI MachineSets in {:.1} s",
+        fleet.machines,
+        fleet.machine_sets,
+        fill_ms / 1e3
+    ));
+
+    // Converge.
+    let kubeconfig = env.kubeconfig();
+    let controllers = Controllers::start(&kubeconfig, 0)?;
+    let observer_client = env.client();
+    let (machines, sets) = tokio::join!(
+        all_synchronized::<mapi::Machine>(&observer_client, fleet.machines, bound),
+        all_synchronized::<mapi::MachineSet>(&observer_client, fleet.machine_sets, bound),
+    );
+    machines?;
+    sets?;
+    let converged_ms = ms(controllers.started().elapsed());
+    let converge_quiet = controllers.quiet(bound).await?;
+    let converge_cpu_ms = ms(controllers.cpu());
+    let converge = controllers.requests.snapshot();
+    let (converge_reconciles, converge_hook_calls) = controllers.observer.counts();
+    progress(&format!(
+        "  converge: synchronized after {:.2} s, quiet after {:.2} s, CPU {:.2} s, {} hook calls; requests: {}",
+        converged_ms / 1e3,
+        converge_quiet.as_secs_f64(),
+        converge_cpu_ms / 1e3,
+        converge_hook_calls,
+        converge.summary()
+    ));
+    let converged = Converged::read(&env.client(), fleet).await?;
+
+    // Idle, with every watch expired in the middle (a relist).
+    let (rv, counted, (reconciles, hooks)) = (
+        env.resource_version(),
+        controllers.requests.snapshot(),
+        controllers.observer.counts(),
+    );
+    let idle_started = Instant::now();
+    tokio::time::sleep(settings.idle / 2).await;
+    env.faults().expire_watches();
+    tokio::time::sleep(settings.idle / 2).await;
+    let idle_ms = ms(idle_started.elapsed());
+    let idle = controllers.requests.snapshot().since(&counted);
+    let idle_rv_advance = env.resource_version().saturating_sub(rv);
+    let (r, h) = controllers.observer.counts();
+    let (idle_reconciles, idle_hook_calls) = (r - reconciles, h - hooks);
+    progress(&format!(
+        "  idle {:.0} s (a relist in the middle): {} writes, resourceVersion +{idle_rv_advance}, {idle_hook_calls} hook calls; requests: {}",
+        idle_ms / 1e3,
+        idle.writes(),
+        idle.summary()
+    ));
+    controllers.stop().await?;
+
+    // Restart over the synchronized fleet.
+    let rv = env.resource_version();
+    let controllers = Controllers::start(&kubeconfig, 1)?;
+    let restart_quiet = controllers.quiet(bound).await?;
+    let restart_cpu_ms = ms(controllers.cpu());
+    let restart = controllers.requests.snapshot();
+    let restart_rv_advance = env.resource_version().saturating_sub(rv);
+    let (_, restart_hook_calls) = controllers.observer.counts();
+    progress(&format!(
+        "  restart: quiet after {:.2} s, CPU {:.2} s, {} writes, resourceVersion +{restart_rv_advance}, {restart_hook_calls} hook calls; requests: {}",
+        restart_quiet.as_secs_f64(),
+        restart_cpu_ms / 1e3,
+        restart.writes(),
+        restart.summary()
+    ));
+    controllers.stop().await?;
+    env.stop().await;
+
+    // The floor.
+    let env = start_env().await?;
+    fill_mapi(&env.client(), fleet).await?;
+    fill::warm(&env.client(), &fill::namespaces()).await.ok();
+    let (floor_time, floor_requests) = floor(&env, &converged).await?;
+    env.stop().await;
+    progress(&format!(
+        "  floor: {} objects written in {:.2} s; requests: {}",
+        converged.objects(),
+        floor_time.as_secs_f64(),
+        floor_requests.summary()
+    ));
+
+    Ok(RealOutcome {
+        fill_ms,
+        converged_ms,
+        converge_quiet_ms: ms(converge_quiet),
+        converge_cpu_ms,
+        converge_writes: converge.writes(),
+        converge_requests: converge.to_json(),
+        converge_hook_calls,
+        converge_reconciles,
+        floor_ms: ms(floor_time),
+        floor_writes: floor_requests.writes(),
+        floor_requests: floor_requests.to_json(),
+        floor_objects: converged.objects(),
+        idle_ms,
+        idle_writes: idle.writes(),
+        idle_requests: idle.to_json(),
+        idle_rv_advance,
+        idle_hook_calls,
+        idle_reconciles,
+        restart_quiet_ms: ms(restart_quiet),
+        restart_cpu_ms,
+        restart_writes: restart.writes(),
+        restart_requests: restart.to_json(),
+        restart_rv_advance,
+        restart_hook_calls,
+    })
+}
