@@ -229,9 +229,21 @@ pub async fn create_aws_machine_set(
     replicas: i32,
     provider: Value,
 ) -> TestResult<mapi::MachineSet> {
+    create_owned_aws_machine_set(cluster, name, authority, replicas, provider, json!([])).await
+}
+
+/// [`create_aws_machine_set`] with `ownerReferences` from the start.
+pub async fn create_owned_aws_machine_set(
+    cluster: &Cluster,
+    name: &str,
+    authority: &str,
+    replicas: i32,
+    provider: Value,
+    owners: Value,
+) -> TestResult<mapi::MachineSet> {
     let set: mapi::MachineSet = serde_json::from_value(json!({
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
-        "metadata": {"name": name, "labels": {"team": "infra"}},
+        "metadata": {"name": name, "labels": {"team": "infra"}, "ownerReferences": owners},
         "spec": {
             "replicas": replicas, "authoritativeAPI": authority,
             "selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": name}},

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use e2e::real::{
     AWS_VERSION, CLUSTER_NAME, RealSync, aws, aws_cluster, create_aws_machine, create_aws_machine_set,
-    eventually, finalizers_of, provider_spec, synchronized,
+    create_owned_aws_machine_set, eventually, finalizers_of, provider_spec, synchronized,
 };
 use e2e::{Cluster, TestResult};
 use kube::ResourceExt;
@@ -771,15 +771,28 @@ async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templat
 async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries() -> TestResult {
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine_set(&cluster, "owned", "MachineAPI", 0, provider_spec("m6i.large")).await?;
-    cluster
-        .mapi_machine_sets()
-        .patch(
-            "owned",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-1"}]}})),
+    // A live owner (an owner that does not exist would have the garbage collector delete
+    // the set, as kube-controller-manager's does).
+    let owners = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        cluster.client.clone(),
+        &cluster.namespaces.mapi,
+    );
+    let owner = owners
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "x"}}))?,
         )
         .await?;
+    let uid = owner.metadata.uid.clone().unwrap_or_default();
+    create_owned_aws_machine_set(
+        &cluster,
+        "owned",
+        "MachineAPI",
+        0,
+        provider_spec("m6i.large"),
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": uid}]),
+    )
+    .await?;
     let api = cluster.mapi_machine_sets();
     let set =
         eventually("Synchronized=False", || {
