@@ -10,7 +10,8 @@ use sync_macros::sync_controller;
 )]
 pub struct MachineSetSync;
 
-fn main() {
+#[test]
+fn expands() {
     use sync_core::api::ContractVersionedObjectReference;
     use sync_core::{CapiOnly, NoOwner, SyncPair};
 

@@ -11,7 +11,8 @@ use sync_macros::sync_controller;
 )]
 pub struct MachineSync;
 
-fn main() {
+#[test]
+fn expands() {
     use sync_core::api::{ContractVersionedObjectReference, InfraRef};
     use sync_core::{CapiOnly, SyncPair};
 

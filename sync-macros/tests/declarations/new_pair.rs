@@ -52,10 +52,11 @@ mod capi {
 )]
 pub struct GizmoSync;
 
-fn main() {
+#[test]
+fn expands() {
     use k8s_openapi::api::core::v1::ObjectReference;
-    use sync_core::api::{InfraRef, MalformedRef};
     use sync_core::api::{AuthoritativeApi, SyncStatus};
+    use sync_core::api::{InfraRef, MalformedRef};
     use sync_core::{CapiOnly, MapiObject, SyncPair};
 
     assert_eq!(GizmoSync::NAME, "gizmos");

@@ -43,7 +43,8 @@ impl SyncHooks<MachineSync> for MachineSync {
     }
 }
 
-fn main() {
+#[test]
+fn expands() {
     fn assert_hooks<H: SyncHooks<MachineSync>>(_: &H) {}
     assert_hooks(&MachineSync);
 }
