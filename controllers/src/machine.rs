@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `MachineAPI` | sync finalizer on it; owner check; convert; CAPI Machine applied **paused**, owned by the same-name CAPI MachineSet or else the Cluster; InfraMachine applied, owned by the CAPI Machine — re-created when its spec changed; status copied once `synchronizedGeneration == generation`; `Synchronized=True` |
 //! | `ClusterAPI`, no CAPI Machine | as above but **unpaused**: the CAPI Machine is created from the MAPI one (upstream #288) |
-//! | `ClusterAPI` (or a CAPI-only Machine of a mirrored MachineSet) | sync finalizer on the CAPI Machine and InfraMachine; convert; MAPI Machine applied (a new one with `authoritativeAPI: ClusterAPI`), owned by the mirrored MAPI MachineSet; status copied; `Synchronized=True` |
+//! | `ClusterAPI` (or a CAPI-only Machine of a mirrored MachineSet) | sync finalizer on the CAPI Machine and InfraMachine; convert; MAPI Machine applied over the version read (its own authority kept; changed since → 409, retried), a new one with `authoritativeAPI: ClusterAPI`, owned by the mirrored MAPI MachineSet; status copied; `Synchronized=True` |
 //! | a conversion error, a control-plane or foreign owner | `Synchronized=False`, Warning Event, no retry until a change |
 //! | either side deleted | the other side deleted; the mirror's finalizers stripped only once the authoritative side's provider finalizer is gone; the authoritative side's sync finalizer last |
 use std::collections::BTreeMap;
@@ -17,7 +17,9 @@ use sync_core::SyncContext;
 use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
-use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_typed, finalizers, pause, report};
+use sync_core::toolkit::{
+    Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, pause, report,
+};
 use sync_macros::sync_controller;
 
 use crate::sync::teardown::{delete, holds};
@@ -287,7 +289,13 @@ impl MachineHooks {
             annotations.remove(pause::PAUSED_ANNOTATION);
         }
         add_finalizer(&mut machine.metadata.finalizers, SYNC_FINALIZER);
-        let written = match apply(&apis.mapi, CONTROLLER, mapi, &machine, Part::Object).await? {
+        // Over exactly the MAPI Machine read: it copies that object's authority, which a
+        // stale cache must never write back over a newer request.
+        let applied = match mapi {
+            Some(live) => apply_over(&apis.mapi, CONTROLLER, live, &machine, Part::Object).await?,
+            None => apply(&apis.mapi, CONTROLLER, None, &machine, Part::Object).await?,
+        };
+        let written = match applied {
             Applied::Written(written) => *written,
             Applied::Unchanged => mapi.cloned().unwrap_or_else(|| machine.clone()),
         };

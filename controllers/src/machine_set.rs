@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `MachineAPI` | sync finalizer on it; no owner references allowed; convert; the InfraMachineTemplate `<set>-<spec hash>` created (templates are immutable: a spec change is a new name), the CAPI MachineSet applied **paused** and pointed at it, then the set's other labelled templates deleted (upstream #295); status copied once the MAPI set's `observedGeneration == generation`; `Synchronized=True` |
 //! | `ClusterAPI`, no CAPI MachineSet | as above, **unpaused** (upstream #288) |
-//! | `ClusterAPI` | sync finalizer on the CAPI set; at most one owner, the Cluster; convert; the existing MAPI set updated (never created) keeping its selector and authority; status copied once the CAPI set's `observedGeneration == generation`; `Synchronized=True` |
+//! | `ClusterAPI` | sync finalizer on the CAPI set; at most one owner, the Cluster; convert; the existing MAPI set updated (never created) over the version read, keeping its selector and authority (changed since → 409, retried); status copied once the CAPI set's `observedGeneration == generation`; `Synchronized=True` |
 //! | a conversion error, an unsupported owner | `Synchronized=False`, Warning Event, no retry until a change |
 //! | the MAPI mirror of a `ClusterAPI` set deleted | its finalizer released; the CAPI set stays |
 //! | otherwise either side deleted | the other side deleted, finalizers released (the mirror's paused controller's too), a MAPI-driven set's templates deleted; a CAPI set whose MAPI set is gone is released too (upstream #626) |
@@ -15,7 +15,7 @@ use kube::{Resource, ResourceExt};
 use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
-use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_typed, finalizers, report};
+use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, report};
 use sync_core::{Deleting, SyncContext};
 use sync_macros::sync_controller;
 
@@ -237,7 +237,8 @@ impl MachineSetHooks {
         }
         add_finalizer(&mut set.metadata.finalizers, SYNC_FINALIZER);
         let set_status = set.status.take();
-        let written = match apply(&apis.mapi, CONTROLLER, Some(mapi), &set, Part::Object).await? {
+        // Over exactly the MAPI MachineSet read: it copies that set's selector and authority.
+        let written = match apply_over(&apis.mapi, CONTROLLER, mapi, &set, Part::Object).await? {
             Applied::Written(written) => *written,
             Applied::Unchanged => mapi.clone(),
         };

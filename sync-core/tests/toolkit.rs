@@ -12,7 +12,7 @@ use serde_json::json;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::toolkit::apply::CONVERSION_DATA_ANNOTATION;
 use sync_core::toolkit::status::{self, Synchronized};
-use sync_core::toolkit::{Applied, Part, Release, SYNC_FINALIZER, apply, finalizers, report};
+use sync_core::toolkit::{Applied, Part, Release, SYNC_FINALIZER, apply, apply_over, finalizers, report};
 use sync_core::{SyncContext, SyncController, SyncObjects};
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -137,6 +137,57 @@ async fn a_mirror_is_written_only_when_it_would_change() -> TestResult {
         });
     assert!(matches!(
         apply(&api, MANAGER, Some(&with), &with_status, Part::Status).await?,
+        Applied::Unchanged
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_apply_over_a_stale_object_is_refused_and_changes_nothing() -> TestResult {
+    let env = env().await?;
+    let api: Api<capi::Machine> = Api::namespaced(env.client(), NS);
+    apply(
+        &api,
+        MANAGER,
+        None,
+        &capi_machine("m", &[("a", "1")]),
+        Part::Object,
+    )
+    .await?;
+    let stale = live(&api, "m").await?;
+
+    // Someone else changes the object after the controller read it.
+    api.patch(
+        "m",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"theirs": "x"}}})),
+    )
+    .await?;
+    let newer = live(&api, "m").await?;
+
+    // Applied over what it read, the controller's write is refused: 409, nothing written.
+    let desired = capi_machine("m", &[("a", "2")]);
+    let refused = apply_over(&api, MANAGER, &stale, &desired, Part::Object).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(e)) if e.code == 409),
+        "{refused:?}"
+    );
+    let after = live(&api, "m").await?;
+    assert_eq!(after.resource_version(), newer.resource_version());
+    assert_eq!(after.labels().get("a").map(String::as_str), Some("1"));
+
+    // Over the fresh object it is written, and the other manager's label stays.
+    assert!(
+        apply_over(&api, MANAGER, &after, &desired, Part::Object)
+            .await?
+            .written()
+    );
+    let written = live(&api, "m").await?;
+    assert_eq!(written.labels().get("a").map(String::as_str), Some("2"));
+    assert_eq!(written.labels().get("theirs").map(String::as_str), Some("x"));
+    // And an unchanged desired state still sends nothing.
+    assert!(matches!(
+        apply_over(&api, MANAGER, &written, &desired, Part::Object).await?,
         Applied::Unchanged
     ));
     Ok(())

@@ -57,6 +57,34 @@ where
     apply_typed(api, &(), manager, live, desired, part).await
 }
 
+/// [`apply`] over exactly `live`: the body carries `live`'s resourceVersion, which the API
+/// server takes as a precondition (409 Conflict when the object changed since), so the
+/// reconcile runs again on fresh data. For a desired state that copies fields of `live`
+/// another manager owns (a MAPI object's own `spec.authoritativeAPI`): applied with force
+/// from a stale cache, it would undo a change it never saw.
+pub async fn apply_over<K>(
+    api: &Api<K>,
+    manager: &str,
+    live: &K,
+    desired: &K,
+    part: Part,
+) -> Result<Applied<K>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let precondition = live.resource_version();
+    write(
+        api,
+        &(),
+        manager,
+        Some(live),
+        desired,
+        part,
+        precondition.as_deref(),
+    )
+    .await
+}
+
 /// [`apply`] for kinds known at run time (`DynamicObject` with its `ApiResource`).
 pub async fn apply_typed<K>(
     api: &Api<K>,
@@ -69,11 +97,29 @@ pub async fn apply_typed<K>(
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let body = body(desired, types, part).map_err(kube::Error::SerdeError)?;
+    write(api, types, manager, live, desired, part, None).await
+}
+
+async fn write<K>(
+    api: &Api<K>,
+    types: &K::DynamicType,
+    manager: &str,
+    live: Option<&K>,
+    desired: &K,
+    part: Part,
+    precondition: Option<&str>,
+) -> Result<Applied<K>, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let mut body = body(desired, types, part).map_err(kube::Error::SerdeError)?;
     if let Some(live) = live
         && !would_change(live, &body, manager, part).map_err(kube::Error::SerdeError)?
     {
         return Ok(Applied::Unchanged);
+    }
+    if let (Some(rv), Some(Value::Object(meta))) = (precondition, body.get_mut("metadata")) {
+        meta.insert("resourceVersion".into(), rv.into());
     }
     let name = desired.name_any();
     let params = PatchParams::apply(manager).force();

@@ -19,6 +19,6 @@ pub mod pause;
 pub mod report;
 pub mod status;
 
-pub use apply::{Applied, Part, apply, apply_typed};
+pub use apply::{Applied, Part, apply, apply_over, apply_typed};
 pub use finalizers::{Release, SYNC_FINALIZER};
 pub use status::Synchronized;
