@@ -149,11 +149,26 @@ impl<P: SyncPair> SyncContext<P> {
     }
 
     async fn publish(&self, object: &ObjectReference, type_: EventType, reason: &str, note: String) {
+        self.record(object, type_, reason, "Reconcile", note).await;
+    }
+
+    /// Publishes an Event with its own `action`, best effort like [`Self::warn`]. Events
+    /// of one object with the same type, reason and action form a series that keeps its
+    /// first note (kube-rs's recorder, as client-go's): a distinct action is what makes,
+    /// say, a migration back an Event of its own.
+    pub async fn record(
+        &self,
+        object: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         let event = Event {
             type_,
             reason: reason.to_owned(),
             note: Some(note),
-            action: "Reconcile".to_owned(),
+            action: action.to_owned(),
             secondary: None,
         };
         if let Err(error) = self.recorder.publish(&event, object).await {

@@ -245,8 +245,19 @@ pub async fn machine_set_settles(
     .await
 }
 
-/// The reasons of the Events about `name` in `namespace`, oldest first.
-pub async fn event_reasons(cluster: &Cluster, namespace: &str, name: &str) -> TestResult<Vec<String>> {
+/// One Event as an administrator reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSeen {
+    /// Why (`MigrationStarted`).
+    pub reason: String,
+    /// What was done (`MigrateToClusterAPI`).
+    pub action: String,
+    /// The human-readable note.
+    pub note: String,
+}
+
+/// The Events about `name` in `namespace`, oldest first.
+pub async fn events_about(cluster: &Cluster, namespace: &str, name: &str) -> TestResult<Vec<EventSeen>> {
     use k8s_openapi::api::events::v1::Event;
     let events = Api::<Event>::namespaced(cluster.client.clone(), namespace)
         .list(&Default::default())
@@ -258,12 +269,25 @@ pub async fn event_reasons(cluster: &Cluster, namespace: &str, name: &str) -> Te
         .map(|e| {
             (
                 e.metadata.creation_timestamp.clone(),
-                e.reason.unwrap_or_default(),
+                EventSeen {
+                    reason: e.reason.unwrap_or_default(),
+                    action: e.action.unwrap_or_default(),
+                    note: e.note.unwrap_or_default(),
+                },
             )
         })
         .collect();
     about.sort_by(|a, b| a.0.as_ref().map(|t| t.0).cmp(&b.0.as_ref().map(|t| t.0)));
-    Ok(about.into_iter().map(|(_, reason)| reason).collect())
+    Ok(about.into_iter().map(|(_, event)| event).collect())
+}
+
+/// The reasons of the Events about `name` in `namespace`, oldest first.
+pub async fn event_reasons(cluster: &Cluster, namespace: &str, name: &str) -> TestResult<Vec<String>> {
+    Ok(events_about(cluster, namespace, name)
+        .await?
+        .into_iter()
+        .map(|e| e.reason)
+        .collect())
 }
 
 /// Waits until the Events about `name` include every one of `reasons`.

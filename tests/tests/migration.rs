@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use controllers::migration::MigrationConfig;
 use e2e::migration::{
-    AuthorityMonitor, capi_paused, is_paused, machine_set_settles, machine_settles, migration,
+    AuthorityMonitor, capi_paused, events_about, is_paused, machine_set_settles, machine_settles, migration,
     request_machine, request_machine_set, wait_for_events,
 };
 use e2e::real::{
@@ -97,6 +97,26 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
     paused.await?;
     mapi_paused(&cluster, "w-1", false).await?;
     wait_for_events(&cluster, &cluster.namespaces.mapi, "w-1", &["Pausing"]).await?;
+    // Each direction is an Event of its own, with its own note (a series keeps its first).
+    let started: Vec<(String, String)> = events_about(&cluster, &cluster.namespaces.mapi, "w-1")
+        .await?
+        .into_iter()
+        .filter(|e| e.reason == "MigrationStarted")
+        .map(|e| (e.action, e.note))
+        .collect();
+    assert_eq!(
+        started,
+        [
+            (
+                "MigrateToClusterAPI".to_owned(),
+                "migrating from MachineAPI to ClusterAPI".to_owned()
+            ),
+            (
+                "MigrateToMachineAPI".to_owned(),
+                "migrating from ClusterAPI to MachineAPI".to_owned()
+            ),
+        ]
+    );
     assert!(monitor.check()? > 0);
     sync.stop().await
 }
@@ -233,7 +253,7 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
         Some("Migrating")
     );
     let note = cluster
-        .wait_for_warning(&cluster.namespaces.mapi, "MigrationStalled", "w-1")
+        .wait_for_warning(&cluster.namespaces.mapi, "PauseTimedOut", "w-1")
         .await?;
     assert!(note.contains("MachineAPI to report Paused=True"), "{note}");
     // The CAPI side was never unpaused.

@@ -6,13 +6,13 @@
 //! The next step always comes from the objects themselves ([`sync_core::migration::plan`]),
 //! so a restarted operator, a dropped watch or a failed write resumes where it stopped.
 //!
-//! | step | what is written | Event |
+//! | step | what is written | Event (its action: `MigrateTo<requested API>`) |
 //! |---|---|---|
 //! | request, status unset | `status.authoritativeAPI` = the request | `AuthoritativeAPIInitialized` |
-//! | request ≠ status, mirror not `Synchronized=True` at the source's generation | `Migration=Unknown` `WaitingForSynchronization` | `MigrationRequested` |
+//! | request ≠ status, mirror not `Synchronized=True` at the source's generation | `Migration=Unknown` `WaitingForSynchronization`; after `--migration-stall-timeout`: `Migration=False` `SynchronizationTimedOut` | `MigrationRequested`; `SynchronizationTimedOut` (Warning) |
 //! | request ≠ status, in sync | `status.authoritativeAPI: Migrating`; `Migration=Unknown` `Migrating` | `MigrationStarted` |
 //! | pause the old side | to Machine API: `cluster.x-k8s.io/paused` on the CAPI object and its infrastructure object; to Cluster API: nothing, the MAPI controllers pause themselves on `Migrating` | `Pausing` |
-//! | wait for the old side's `Paused=True` | `Migration=Unknown` `WaitingForPaused`; after `--migration-stall-timeout`: `Migration=False` `PauseTimedOut` | `MigrationStalled` (Warning) |
+//! | wait for the old side's `Paused=True` | `Migration=Unknown` `WaitingForPaused`; after `--migration-stall-timeout`: `Migration=False` `PauseTimedOut` | `WaitingForPaused`; `PauseTimedOut` (Warning) |
 //! | unpause the new side | to Cluster API: the annotations removed; to Machine API: nothing, the final write resumes it | `Unpausing` |
 //! | last: the final write | `Migration=True` `Migrated` or `RolledBack`, then one server-side apply under `<controller>-AuthoritativeAPI`: `authoritativeAPI` = the target, `synchronizedGeneration: 0`, `Synchronized=Unknown` `AuthoritativeAPIChanged` | `MigrationCompleted` / `MigrationRolledBack` |
 //! | settled, the authoritative CAPI side still annotated | the annotations removed | `Unpausing` |

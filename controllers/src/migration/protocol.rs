@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as V1Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use sync_core::api::AuthoritativeApi;
@@ -150,19 +151,19 @@ where
             Step::Idle => Ok(Action::await_change()),
             Step::Initialize(to) => {
                 authority::set(&api, K::CONTROLLER, mapi, to).await?;
-                ctx.inform(
-                    &on,
-                    "AuthoritativeAPIInitialized",
-                    format!("status.authoritativeAPI set to the requested {to}"),
-                )
-                .await;
+                report
+                    .inform(
+                        "AuthoritativeAPIInitialized",
+                        format!("status.authoritativeAPI set to the requested {to}"),
+                    )
+                    .await;
                 Ok(Action::await_change())
             }
             Step::Unsupported(value) => {
                 let message =
                     format!("spec.authoritativeAPI {value:?} is not MachineAPI or ClusterAPI; not migrating");
                 if report.condition(Status::False, step.reason(), &message).await? {
-                    ctx.warn(&on, "UnsupportedAuthoritativeAPI", message).await;
+                    report.warn("UnsupportedAuthoritativeAPI", message).await;
                 }
                 Ok(Action::await_change())
             }
@@ -177,14 +178,14 @@ where
                 authority::set(&api, K::CONTROLLER, mapi, &AuthoritativeApi::Migrating).await?;
                 let message = format!("migrating from {from} to {to}");
                 report.condition(Status::Unknown, step.reason(), &message).await?;
-                ctx.inform(&on, "MigrationStarted", message).await;
+                report.inform("MigrationStarted", message).await;
                 Ok(Action::await_change())
             }
             Step::Pause(side) => {
                 set_paused::<K>(ctx, objects, *side, true).await?;
                 let message = format!("pausing {side}");
                 report.condition(Status::Unknown, step.reason(), &message).await?;
-                ctx.inform(&on, "Pausing", message).await;
+                report.inform("Pausing", message).await;
                 Ok(Action::await_change())
             }
             Step::WaitForPaused(side) => {
@@ -198,7 +199,7 @@ where
                 if mapi.authoritative_api() == Some(&AuthoritativeApi::Migrating) {
                     report.condition(Status::Unknown, step.reason(), &message).await?;
                 }
-                ctx.inform(&on, "Unpausing", message).await;
+                report.inform("Unpausing", message).await;
                 Ok(Action::await_change())
             }
             Step::Complete { to, rolled_back } => {
@@ -228,7 +229,7 @@ where
                 if let Some(metrics) = &self.metrics {
                     metrics.migration(K::CONTROLLER, result, duration);
                 }
-                ctx.inform(&on, event, message).await;
+                report.inform(event, message).await;
                 Ok(Action::await_change())
             }
         }
@@ -261,7 +262,7 @@ where
         match deadline {
             Ok(remaining) => {
                 if report.condition(Status::Unknown, step.reason(), &message).await? {
-                    report.ctx.inform(report.on, event, message).await;
+                    report.inform(event, message).await;
                 }
                 Ok(Action::requeue(remaining))
             }
@@ -271,7 +272,9 @@ where
                     self.config.stall_timeout.as_secs()
                 );
                 if report.condition(Status::False, stall_reason, &message).await? {
-                    report.ctx.warn(report.on, "MigrationStalled", message).await;
+                    // The Event's reason is the stall's: two stalls of one migration (the sync, then
+                    // the pause) are two Events, not a series keeping the first note.
+                    report.warn(stall_reason, message).await;
                     if let Some(metrics) = &self.metrics {
                         let waited = since.and_then(|s| Timestamp::now().duration_since(s).try_into().ok());
                         metrics.migration(K::CONTROLLER, MigrationResult::Stalled, waited);
@@ -310,6 +313,24 @@ where
             &report,
         )
         .await
+    }
+
+    /// A Normal Event about the MAPI object.
+    async fn inform(&self, reason: &str, note: String) {
+        self.event(EventType::Normal, reason, note).await;
+    }
+
+    /// A Warning Event about the MAPI object.
+    async fn warn(&self, reason: &str, note: String) {
+        self.event(EventType::Warning, reason, note).await;
+    }
+
+    /// Every migration Event's action names the requested API (`MigrateToClusterAPI`): a
+    /// series keeps its first note, and the migration back must not read as the way there.
+    async fn event(&self, type_: EventType, reason: &str, note: String) {
+        let action =
+            K::requested(self.mapi).map_or_else(|| "Migrate".to_owned(), |to| format!("MigrateTo{to}"));
+        self.ctx.record(self.on, type_, reason, &action, note).await;
     }
 }
 

@@ -140,7 +140,8 @@ pub struct Cli {
 
     /// How long a migration may wait on another controller (the sync to catch up, the
     /// old side to report Paused) before it is reported stalled: `Migration=False` on
-    /// the object and a Warning Event `MigrationStalled`. It keeps waiting; changing
+    /// the object and a Warning Event with the same reason (`PauseTimedOut`,
+    /// `SynchronizationTimedOut`). It keeps waiting; changing
     /// spec.authoritativeAPI back cancels it.
     #[arg(
         long,
