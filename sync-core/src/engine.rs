@@ -349,10 +349,17 @@ impl<P: SyncPair> SyncController<P> {
                             }
                             Err(error) => {
                                 let retry_in = queue.add_rate_limited(&name);
-                                tracing::error!(
-                                    controller = P::NAME, name, error = %error, ?retry_in,
-                                    "reconcile failed; retrying with backoff"
-                                );
+                                if crate::hooks::is_stale_read(error.as_ref()) {
+                                    tracing::debug!(
+                                        controller = P::NAME, name, error = %error, ?retry_in,
+                                        "read stale data; retrying with backoff"
+                                    );
+                                } else {
+                                    tracing::error!(
+                                        controller = P::NAME, name, error = %error, ?retry_in,
+                                        "reconcile failed; retrying with backoff"
+                                    );
+                                }
                             }
                         }
                         if let Some(observer) = &observer {

@@ -72,6 +72,37 @@ pub type HookError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// What a hook returns.
 pub type HookResult = Result<Action, HookError>;
 
+/// A write refused because the object changed since the hook read it (a stale cache):
+/// retried with backoff like any error, but expected, so logged at debug level rather
+/// than as a failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} changed since it was read; retrying on fresh data")]
+pub struct StaleRead {
+    /// What changed (`finalizers of openshift-machine-api/worker-1`).
+    pub what: String,
+    /// The API server's answer.
+    #[source]
+    pub source: kube::Error,
+}
+
+/// Whether `error` only says the hook read stale data: a [`StaleRead`], or a 409 Conflict
+/// from the API server (a resourceVersion precondition), anywhere in its source chain.
+pub fn is_stale_read(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.is::<StaleRead>() {
+            return true;
+        }
+        if let Some(kube::Error::Api(status)) = error.downcast_ref::<kube::Error>()
+            && status.code == 409
+        {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
 /// The objects one reconcile fetched from the caches, for one name.
 #[derive(Debug)]
 pub struct SyncObjects<P: SyncPair> {
@@ -192,4 +223,36 @@ pub async fn stub<P: SyncPair>(
         "stub hook: no sync logic yet"
     );
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod stale_read_tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(kube::core::Status::failure("m", "r").with_code(code).boxed())
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("wrapped")]
+    struct Wrapped(#[source] kube::Error);
+
+    #[test]
+    fn conflicts_and_stale_reads_are_told_from_failures() {
+        let stale: HookError = Box::new(StaleRead {
+            what: "x".into(),
+            source: api_error(422),
+        });
+        assert!(is_stale_read(stale.as_ref()));
+        let conflict: HookError = Box::new(api_error(409));
+        assert!(is_stale_read(conflict.as_ref()));
+        let wrapped: HookError = Box::new(Wrapped(api_error(409)));
+        assert!(is_stale_read(wrapped.as_ref()));
+        for failure in [api_error(422), api_error(500), api_error(403)] {
+            let failure: HookError = Box::new(failure);
+            assert!(!is_stale_read(failure.as_ref()));
+        }
+        let other: HookError = "no".into();
+        assert!(!is_stale_read(other.as_ref()));
+    }
 }

@@ -18,7 +18,9 @@ pub mod toolkit;
 
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use engine::{Readiness, SyncConfig, SyncController};
-pub use hooks::{Action, Deleting, Direction, HookError, HookResult, SyncHooks, SyncObjects};
+pub use hooks::{
+    Action, Deleting, Direction, HookError, HookResult, StaleRead, SyncHooks, SyncObjects, is_stale_read,
+};
 pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};

@@ -364,8 +364,15 @@ async fn finalizers_are_added_once_removed_once_and_in_order() -> TestResult {
     let with = api.get("m").await?;
     assert_eq!(with.finalizers(), ["machine.cluster.x-k8s.io", SYNC_FINALIZER]);
     assert!(!finalizers::ensure(&api, &with, SYNC_FINALIZER).await?);
-    // A stale copy cannot add it twice: the list test fails and nothing is written.
-    assert!(finalizers::ensure(&api, &machine, SYNC_FINALIZER).await.is_err());
+    // A stale copy cannot add it twice: the list test fails and nothing is written. The
+    // error says so (a stale read, retried quietly), not a failure.
+    let stale = finalizers::ensure(&api, &machine, SYNC_FINALIZER).await;
+    assert!(
+        matches!(&stale, Err(finalizers::FinalizerError::Stale(_))),
+        "{stale:?}"
+    );
+    let hook_error: sync_core::HookError = Box::new(stale.err().ok_or("no error")?);
+    assert!(sync_core::is_stale_read(hook_error.as_ref()));
     assert_eq!(api.get("m").await?.finalizers().len(), 2);
 
     // Gated on another finalizer (on the same object here): waits, then releases.

@@ -2,8 +2,8 @@
 //!
 //! Both writes are JSON patches that test the list first (as kube-runtime's finalizer
 //! helper does): the API server does not deduplicate finalizers, and a stale cache must
-//! not overwrite a finalizer another controller just added. A failed test is a 422 and
-//! the reconcile is retried on fresher data.
+//! not overwrite a finalizer another controller just added. A failed test is a 422 —
+//! [`crate::StaleRead`]: the reconcile is retried on fresher data.
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
@@ -11,9 +11,49 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
+use crate::hooks::StaleRead;
+
 /// The finalizer the sync controllers keep on both sides of a pair (and on the
 /// InfraMachine): the mirror must not disappear before the sync has seen the deletion.
 pub const SYNC_FINALIZER: &str = "sync.machine.openshift.io/finalizer";
+
+/// Why a finalizer write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FinalizerError {
+    /// The object's finalizers changed, or it began deleting (no finalizer may be added
+    /// then), since it was read: the test of the patch failed with a 422.
+    #[error("{0}")]
+    Stale(#[from] StaleRead),
+    /// Any other failure.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+/// A finalizer patch's answer: a 422 can only be the failed test (or a finalizer added to
+/// an object being deleted), so it is a stale read.
+fn answer<K: Resource>(object: &K, result: Result<K, kube::Error>) -> Result<bool, FinalizerError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 422 => Err(StaleRead {
+            what: format!(
+                "the finalizers of {}/{}",
+                object.namespace().unwrap_or_default(),
+                object.name_any()
+            ),
+            source: kube::Error::Api(status),
+        }
+        .into()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A removal from an object that is gone did what was asked.
+fn gone_is_done(answer: Result<bool, FinalizerError>) -> Result<bool, FinalizerError> {
+    match answer {
+        Err(FinalizerError::Api(kube::Error::Api(status))) if status.is_not_found() => Ok(false),
+        other => other,
+    }
+}
 
 /// Whether `object` carries `finalizer`.
 pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
@@ -22,7 +62,7 @@ pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
 
 /// Adds `finalizer` to `object` unless it is there. `Ok(true)`: it was added; the caller
 /// ends its reconcile there (the write's own event starts the next one, on fresh data).
-pub async fn ensure<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, kube::Error>
+pub async fn ensure<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, FinalizerError>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -41,18 +81,19 @@ where
             add("/metadata/finalizers/-", finalizer.into()),
         ]
     };
-    api.patch(
-        &object.name_any(),
-        &PatchParams::default(),
-        &Patch::<()>::Json(json_patch::Patch(ops)),
-    )
-    .await?;
-    Ok(true)
+    let result = api
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(json_patch::Patch(ops)),
+        )
+        .await;
+    answer(object, result)
 }
 
 /// Removes `finalizer` from `object`. `Ok(true)`: it was removed; `Ok(false)`: it was not
 /// there, or the object is already gone (NotFound is success: what was asked is true).
-pub async fn release<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, kube::Error>
+pub async fn release<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<bool, FinalizerError>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -64,18 +105,14 @@ where
         test(&path, finalizer.into()),
         PatchOperation::Remove(RemoveOperation { path: pointer(&path) }),
     ];
-    match api
+    let result = api
         .patch(
             &object.name_any(),
             &PatchParams::default(),
             &Patch::<()>::Json(json_patch::Patch(ops)),
         )
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
-        Err(error) => Err(error),
-    }
+        .await;
+    gone_is_done(answer(object, result))
 }
 
 /// Removes every finalizer `strip` matches from `object` in one write (a mirror whose own
@@ -85,7 +122,7 @@ pub async fn release_matching<K>(
     api: &Api<K>,
     object: &K,
     strip: impl Fn(&str) -> bool,
-) -> Result<bool, kube::Error>
+) -> Result<bool, FinalizerError>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -101,18 +138,14 @@ where
             value: kept.into(),
         }),
     ];
-    match api
+    let result = api
         .patch(
             &object.name_any(),
             &PatchParams::default(),
             &Patch::<()>::Json(json_patch::Patch(ops)),
         )
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
-        Err(error) => Err(error),
-    }
+        .await;
+    gone_is_done(answer(object, result))
 }
 
 /// What [`release_after`] did.
@@ -132,7 +165,7 @@ pub async fn release_after<K, G>(
     finalizer: &str,
     gate: Option<&G>,
     blocker: impl Fn(&str) -> bool,
-) -> Result<Release, kube::Error>
+) -> Result<Release, FinalizerError>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
     G: Resource,

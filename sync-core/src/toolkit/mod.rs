@@ -20,5 +20,5 @@ pub mod report;
 pub mod status;
 
 pub use apply::{Applied, Part, apply, apply_over, apply_typed};
-pub use finalizers::{Release, SYNC_FINALIZER};
+pub use finalizers::{FinalizerError, Release, SYNC_FINALIZER};
 pub use status::Synchronized;
