@@ -5,7 +5,7 @@
 //! request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use controllers::operator::leader::{self, LeaseSettings};
@@ -48,22 +48,31 @@ pub struct SoakReport {
     pub legs: Vec<(&'static str, Duration)>,
     /// Watch events replayed by the authority monitor.
     pub events_checked: usize,
+    /// Times a replica stopped (its Lease lost) and was started again.
+    pub restarts: usize,
 }
 
 const LEASE: &str = "soak-leader";
 
 /// One operator replica on its own runtime, so that killing it kills every task it
-/// started at once, like SIGKILL: nothing releases the Lease.
+/// started at once, like SIGKILL: nothing releases the Lease. Until killed, it is started
+/// again whenever it stops, as a Deployment's pod is: the operator exits when it loses
+/// its Lease (as controller-runtime's managers do), which a starved replica can, and
+/// kubelet restarts it as a candidate.
 struct Replica {
     name: String,
     kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// How long a stopped replica waits before it starts again (kubelet's first back-off is
+/// 10 s; shorter here, the soak is short).
+const RESTART_DELAY: Duration = Duration::from_millis(500);
+
 impl Replica {
-    fn start(kubeconfig: String, settings: Settings) -> Self {
+    fn start(kubeconfig: String, settings: Settings, restarts: Arc<AtomicUsize>) -> Self {
         let name = settings.replica.clone();
-        let (kill, killed) = tokio::sync::oneshot::channel::<()>();
+        let (kill, mut killed) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
@@ -73,16 +82,23 @@ impl Replica {
                 return;
             };
             runtime.block_on(async move {
-                let Ok(client) = client_from(&kubeconfig).await else {
-                    return;
-                };
-                let shutdown = CancellationToken::new();
-                let Ok(operator) = Operator::start(client, settings, shutdown.clone()).await else {
-                    return;
-                };
-                tokio::select! {
-                    _ = operator.wait() => {}
-                    _ = killed => {}
+                loop {
+                    let run = async {
+                        let client = client_from(&kubeconfig).await?;
+                        let operator = Operator::start(client, settings.clone(), CancellationToken::new()).await?;
+                        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(operator.wait().await?)
+                    };
+                    tokio::select! {
+                        exit = run => {
+                            tracing::info!(replica = %settings.replica, ?exit, "the operator stopped; starting it again");
+                            restarts.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ = &mut killed => return,
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(RESTART_DELAY) => {}
+                        _ = &mut killed => return,
+                    }
                 }
             });
             runtime.shutdown_background();
@@ -414,9 +430,10 @@ pub async fn run(soak: Soak) -> TestResult<SoakReport> {
         SimulatedProviders::new(cluster.client.clone(), cluster.namespaces.clone())
             .run(providers_stop.clone()),
     );
+    let restarts = Arc::new(AtomicUsize::new(0));
     let mut replicas = vec![
-        Replica::start(kubeconfig.clone(), settings(&cluster, "soak-a")),
-        Replica::start(kubeconfig.clone(), settings(&cluster, "soak-b")),
+        Replica::start(kubeconfig.clone(), settings(&cluster, "soak-a"), restarts.clone()),
+        Replica::start(kubeconfig.clone(), settings(&cluster, "soak-b"), restarts.clone()),
     ];
     let machines_monitor =
         AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
@@ -495,5 +512,6 @@ pub async fn run(soak: Soak) -> TestResult<SoakReport> {
         migrating,
         legs,
         events_checked,
+        restarts: restarts.load(Ordering::Relaxed),
     })
 }

@@ -35,10 +35,11 @@ async fn full_soak_100_machines_10_machine_sets_3_round_trips() -> TestResult {
     })
     .await?;
     println!(
-        "full soak: migrating took {:.1} s; legs {:?}; {} watch events checked",
+        "full soak: migrating took {:.1} s; legs {:?}; {} watch events checked; {} replica restarts",
         report.migrating.as_secs_f64(),
         report.legs,
-        report.events_checked
+        report.events_checked,
+        report.restarts
     );
     Ok(())
 }
