@@ -29,9 +29,19 @@ pub enum FinalizerError {
     Api(#[from] kube::Error),
 }
 
-/// A finalizer patch's answer: a 422 can only be the failed test (or a finalizer added to
-/// an object being deleted), so it is a stale read.
-fn answer<K: Resource>(object: &K, result: Result<K, kube::Error>) -> Result<bool, FinalizerError> {
+/// Sends a finalizer patch (a test, then the change). A 422 can only be the failed test
+/// (or a finalizer added to an object being deleted), so it is a stale read.
+async fn send<K>(api: &Api<K>, object: &K, ops: Vec<PatchOperation>) -> Result<bool, FinalizerError>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let result = api
+        .patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(json_patch::Patch(ops)),
+        )
+        .await;
     match result {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 422 => Err(StaleRead {
@@ -81,14 +91,7 @@ where
             add("/metadata/finalizers/-", finalizer.into()),
         ]
     };
-    let result = api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(json_patch::Patch(ops)),
-        )
-        .await;
-    answer(object, result)
+    send(api, object, ops).await
 }
 
 /// Removes `finalizer` from `object`. `Ok(true)`: it was removed; `Ok(false)`: it was not
@@ -105,14 +108,7 @@ where
         test(&path, finalizer.into()),
         PatchOperation::Remove(RemoveOperation { path: pointer(&path) }),
     ];
-    let result = api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(json_patch::Patch(ops)),
-        )
-        .await;
-    gone_is_done(answer(object, result))
+    gone_is_done(send(api, object, ops).await)
 }
 
 /// Removes every finalizer `strip` matches from `object` in one write (a mirror whose own
@@ -138,14 +134,7 @@ where
             value: kept.into(),
         }),
     ];
-    let result = api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(json_patch::Patch(ops)),
-        )
-        .await;
-    gone_is_done(answer(object, result))
+    gone_is_done(send(api, object, ops).await)
 }
 
 /// What [`release_after`] did.
