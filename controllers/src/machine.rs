@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use sync_core::SyncContext;
 use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
@@ -49,6 +50,9 @@ pub struct MachineHooks {
     pub platform: Arc<dyn Platform>,
     /// The cluster.
     pub cluster: Arc<Cluster>,
+    /// The MachineSet controller's CAPI cache, to read Machines' owners from (`None`: read
+    /// them from the API server); see [`MachineHooks::with_capi_sets`].
+    pub capi_sets: Option<Store<capi::MachineSet>>,
 }
 
 type Ctx = SyncContext<MachineSync>;
@@ -76,6 +80,24 @@ impl SyncHooks<MachineSync> for MachineHooks {
 }
 
 impl MachineHooks {
+    /// The hooks of `platform` in `cluster`, reading owners from the API server.
+    pub fn new(platform: Arc<dyn Platform>, cluster: Arc<Cluster>) -> Self {
+        Self {
+            platform,
+            cluster,
+            capi_sets: None,
+        }
+    }
+
+    /// Reads the CAPI MachineSets that own Machines from `cache` (the MachineSet
+    /// controller's, [`sync_core::SyncController::caches`]) instead of one GET per
+    /// reconcile; a set the cache does not hold yet is still read live.
+    #[must_use]
+    pub fn with_capi_sets(mut self, cache: Store<capi::MachineSet>) -> Self {
+        self.capi_sets = Some(cache);
+        self
+    }
+
     /// MAPI is the source (`paused`: the mirror must not act while MAPI drives).
     async fn mirror_to_capi(
         &self,
@@ -84,7 +106,7 @@ impl MachineHooks {
         ctx: &Ctx,
         paused: bool,
     ) -> HookResult {
-        let apis = Apis::new(ctx);
+        let apis = Apis::new(ctx, self.capi_sets.clone());
         if finalizers::ensure(&apis.mapi, mapi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
@@ -152,14 +174,14 @@ impl MachineHooks {
         infra.metadata.owner_references = Some(vec![owners::controller_ref(&machine)]);
         set_paused(&mut infra.metadata.annotations, paused);
         add_finalizer(&mut infra.metadata.finalizers, SYNC_FINALIZER);
-        let live_infra = infra_api.get_opt(&infra.name_any()).await?;
+        let live_infra = self.live_infra(ctx, &infra).await?;
         if let Some(live) = &live_infra
             && live.meta().deletion_timestamp.is_none()
             && !contains(&live.data["spec"], &infra.data["spec"])
         {
             // InfraMachine specs are immutable in practice: re-create it.
-            finalizers::release_matching(&infra_api, live, |_| true).await?;
-            delete(&infra_api, live).await?;
+            finalizers::release_matching(&infra_api, live.as_ref(), |_| true).await?;
+            delete(&infra_api, live.as_ref()).await?;
             let message = format!("{} {} changed; re-creating it", resource.kind, live.name_any());
             let progressing = Synchronized::progressing("ProgressingToCreateCAPIInfraMachine", message);
             status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
@@ -172,15 +194,19 @@ impl MachineHooks {
             return Ok(Action::requeue(RECREATE_DELAY));
         }
         let infra_status = infra.data.get("status").cloned();
-        apply_typed(
+        let live_infra = match apply_typed(
             &infra_api,
             &resource,
             CONTROLLER,
-            live_infra.as_ref(),
+            live_infra.as_deref(),
             &infra,
             Part::Object,
         )
-        .await?;
+        .await?
+        {
+            Applied::Written(written) => Some(Arc::new(*written)),
+            Applied::Unchanged => live_infra,
+        };
 
         if status::synchronized_generation(mapi) == mapi.metadata.generation {
             let status = machine_status.map(|mut status| {
@@ -193,12 +219,11 @@ impl MachineHooks {
             };
             apply(&apis.capi, CONTROLLER, Some(&machine), &copy, Part::Status).await?;
             if infra_status.is_some() {
-                let live = infra_api.get_opt(&infra.name_any()).await?;
                 apply_typed(
                     &infra_api,
                     &resource,
                     CONTROLLER,
-                    live.as_ref(),
+                    live_infra.as_deref(),
                     &infra,
                     Part::Status,
                 )
@@ -224,7 +249,7 @@ impl MachineHooks {
         objects: &Objects,
         ctx: &Ctx,
     ) -> HookResult {
-        let apis = Apis::new(ctx);
+        let apis = Apis::new(ctx, None);
         if finalizers::ensure(&apis.capi, capi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
@@ -244,8 +269,9 @@ impl MachineHooks {
             }
             return Ok(Action::await_change());
         };
-        let (infra_api, _) = self.infra_api(ctx, &infra).await?;
-        if finalizers::ensure(&infra_api, &infra, SYNC_FINALIZER).await? {
+        let infra = infra.as_ref();
+        let (infra_api, _) = self.infra_api(ctx, infra).await?;
+        if finalizers::ensure(&infra_api, infra, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
         if let Err(message) = owners::check_capi_machine_owners(capi) {
@@ -258,7 +284,7 @@ impl MachineHooks {
             )
             .await;
         }
-        let converted = match self.platform.machine_to_mapi(capi, &infra) {
+        let converted = match self.platform.machine_to_mapi(capi, infra) {
             Ok(converted) => converted,
             Err(error) => {
                 return report::fail(
@@ -340,10 +366,11 @@ impl MachineHooks {
     /// Deleting either side deletes the other; the mirror's finalizers go only once the
     /// authoritative side's controller has removed its own (it deletes the instance).
     async fn teardown(&self, direction: Direction, objects: &Objects, ctx: &Ctx) -> HookResult {
-        let apis = Apis::new(ctx);
+        let apis = Apis::new(ctx, None);
         let (mapi, capi) = (objects.mapi.as_deref(), objects.capi.as_deref());
         let infra = ctx.infra_object(objects).await?;
-        let infra_api = match &infra {
+        let infra = infra.as_deref();
+        let infra_api = match infra {
             Some(infra) => Some(self.infra_api(ctx, infra).await?.0),
             None => None,
         };
@@ -360,7 +387,7 @@ impl MachineHooks {
                 }
                 // The paused CAPI controllers will not: delete the mirror's InfraMachine
                 // and strip the mirror's finalizers.
-                if let (Some(infra), Some(api)) = (&infra, &infra_api) {
+                if let (Some(infra), Some(api)) = (infra, &infra_api) {
                     delete(api, infra).await?;
                     finalizers::release_matching(api, infra, |f| {
                         f == SYNC_FINALIZER || f.ends_with(INFRA_FINALIZER_SUFFIX)
@@ -379,7 +406,7 @@ impl MachineHooks {
             }
             Direction::CapiToMapi => {
                 // The CAPI controller deletes the InfraMachine before its Machine.
-                if let (Some(infra), Some(api)) = (&infra, &infra_api) {
+                if let (Some(infra), Some(api)) = (infra, &infra_api) {
                     finalizers::release(api, infra, SYNC_FINALIZER).await?;
                 }
                 if capi.is_some_and(|c| holds(c, |f| f == CAPI_MACHINE_FINALIZER)) {
@@ -397,6 +424,34 @@ impl MachineHooks {
             }
         }
         Ok(Action::await_change())
+    }
+
+    /// The live InfraMachine `desired` names: from the infrastructure cache, else (its
+    /// kind not listed yet) from the API server.
+    async fn live_infra(
+        &self,
+        ctx: &Ctx,
+        desired: &DynamicObject,
+    ) -> Result<Option<Arc<DynamicObject>>, sync_core::HookError> {
+        let types = desired
+            .types
+            .as_ref()
+            .ok_or("InfraMachine without apiVersion/kind")?;
+        let (group, version) = types
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", &types.api_version));
+        let group_kind = GroupKind {
+            group: group.to_owned(),
+            kind: types.kind.clone(),
+        };
+        let tracker = ctx
+            .infra
+            .as_ref()
+            .ok_or("the Machine controller runs without infrastructure tracking")?;
+        Ok(tracker
+            .get(&group_kind, Some(version), &desired.name_any())
+            .await?)
     }
 
     async fn infra_api(
@@ -426,19 +481,23 @@ impl MachineHooks {
     }
 }
 
-/// The namespaced APIs a Machine reconcile writes.
+/// The namespaced APIs a Machine reconcile writes, and where it reads owners.
 struct Apis {
     mapi: Api<mapi::Machine>,
     capi: Api<capi::Machine>,
-    capi_sets: Api<capi::MachineSet>,
+    capi_sets: owners::CapiSets,
 }
 
 impl Apis {
-    fn new(ctx: &Ctx) -> Self {
+    fn new(ctx: &Ctx, capi_sets: Option<Store<capi::MachineSet>>) -> Self {
         Self {
             mapi: Api::namespaced(ctx.client.clone(), &ctx.namespaces.mapi),
             capi: Api::namespaced(ctx.client.clone(), &ctx.namespaces.capi),
-            capi_sets: Api::namespaced(ctx.client.clone(), &ctx.namespaces.capi),
+            capi_sets: owners::CapiSets {
+                api: Api::namespaced(ctx.client.clone(), &ctx.namespaces.capi),
+                namespace: ctx.namespaces.capi.clone(),
+                cache: capi_sets,
+            },
         }
     }
 }

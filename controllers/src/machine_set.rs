@@ -118,12 +118,12 @@ impl MachineSetHooks {
             .insert(MACHINE_SET_LABEL.into(), mapi.name_any());
         template.metadata.owner_references = cluster_owner.clone().map(|o| vec![o]);
         set_paused(&mut template.metadata.annotations, paused);
-        let live_template = templates.get_opt(&template.name_any()).await?;
+        let live_template = self.live_template(ctx, &resource, &template).await?;
         apply_typed(
             &templates,
             &resource,
             CONTROLLER,
-            live_template.as_ref(),
+            live_template.as_deref(),
             &template,
             Part::Object,
         )
@@ -212,7 +212,7 @@ impl MachineSetHooks {
             .await?;
             return Ok(Action::await_change());
         };
-        let converted = match self.platform.machine_set_to_mapi(capi, &template) {
+        let converted = match self.platform.machine_set_to_mapi(capi, template.as_ref()) {
             Ok(converted) => converted,
             Err(error) => {
                 return report::fail(
@@ -304,6 +304,27 @@ impl MachineSetHooks {
             finalizers::release(&apis.mapi, mapi, SYNC_FINALIZER).await?;
         }
         Ok(Action::await_change())
+    }
+
+    /// The live template `desired` names: from the infrastructure cache, else (its kind
+    /// not listed yet) from the API server.
+    async fn live_template(
+        &self,
+        ctx: &Ctx,
+        resource: &ApiResource,
+        desired: &DynamicObject,
+    ) -> Result<Option<Arc<DynamicObject>>, sync_core::HookError> {
+        let group_kind = GroupKind {
+            group: resource.group.clone(),
+            kind: resource.kind.clone(),
+        };
+        let tracker = ctx
+            .infra
+            .as_ref()
+            .ok_or("the MachineSet controller runs without infrastructure tracking")?;
+        Ok(tracker
+            .get(&group_kind, Some(&resource.version), &desired.name_any())
+            .await?)
     }
 
     async fn template_api(

@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::hooks::SyncObjects;
-use crate::infra::{InfraTracker, ResolveError};
+use crate::infra::{InfraObject, InfraTracker, ResolveError};
 use crate::lenient::Malformed;
 use crate::pair::SyncPair;
 
@@ -125,16 +124,27 @@ pub struct SyncContext<P: SyncPair> {
 }
 
 impl<P: SyncPair> SyncContext<P> {
-    /// Reads the whole infrastructure object the pair references from the API server
-    /// (the caches keep only its metadata). `Ok(None)`: no reference, or no such object.
+    /// The whole infrastructure object the pair references: from the cache when it can
+    /// tell (the one fetched with the pair, else a fresh look), from the API server when
+    /// it cannot (kind not listed yet, metadata-only cache). `Ok(None)`: no reference, or
+    /// no such object.
     pub async fn infra_object(
         &self,
         objects: &SyncObjects<P>,
-    ) -> Result<Option<DynamicObject>, ResolveError> {
+    ) -> Result<Option<Arc<InfraObject>>, ResolveError> {
         let (Some(tracker), Some(reference)) = (&self.infra, objects.infra_ref()) else {
             return Ok(None);
         };
-        tracker.fetch(reference).await
+        if let Some(object) = objects.infra.as_ref().filter(|o| !o.data.is_null()) {
+            return Ok(Some(object.clone()));
+        }
+        tracker
+            .get(
+                &reference.group_kind(),
+                reference.version.as_deref(),
+                &reference.name,
+            )
+            .await
     }
 
     /// Publishes a Warning Event about `object`; a failure to publish is logged, not

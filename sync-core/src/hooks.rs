@@ -12,7 +12,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::{InfraRef, MalformedRef};
 use crate::context::SyncContext;
-use crate::infra::InfraMeta;
+use crate::infra::InfraObject;
 use crate::pair::SyncPair;
 
 /// Which way a reconcile copies: from the authoritative side to its mirror.
@@ -115,9 +115,10 @@ pub struct SyncObjects<P: SyncPair> {
     /// The CAPI object's infrastructure reference: `None` without a CAPI object or
     /// reference, `Some(Err)` when the reference is malformed.
     pub infra_ref: Option<Result<InfraRef, MalformedRef>>,
-    /// The referenced infrastructure object's cached metadata, when its kind is watched
-    /// and it exists; [`SyncContext::infra_object`] reads the whole object.
-    pub infra: Option<Arc<InfraMeta>>,
+    /// The referenced infrastructure object as cached, when its kind is watched and it
+    /// exists (whole, or metadata only: see [`crate::infra::InfraCache`]);
+    /// [`SyncContext::infra_object`] falls back to the API server.
+    pub infra: Option<Arc<InfraObject>>,
 }
 
 impl<P: SyncPair> Clone for SyncObjects<P> {

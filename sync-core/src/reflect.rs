@@ -9,7 +9,8 @@
 //! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
 //!   out of the store (a stale valid version is dropped), and never stops the others;
 //! * `metadata.managedFields` is dropped before an object is cached, but for server-side
-//!   apply entries (what `toolkit::apply` compares with).
+//!   apply entries (what `toolkit::apply` compares with), whose field sets are kept as
+//!   their JSON text.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -167,11 +168,21 @@ pub async fn reflect<K>(
 /// the metadata (controller-runtime users strip them with `TransformStripManagedFields`
 /// for the same reason). Apply entries stay: `toolkit::apply` compares what a manager
 /// owns with what it would apply, so that an unchanged mirror is not written again.
+///
+/// A kept entry's field set is stored as its JSON text (`toolkit::owned` reads both
+/// forms): as a `serde_json::Value` tree each of its many small maps is a B-tree node of
+/// ~640 bytes, which made the sets the largest part of a cached mirror; read only when
+/// an apply is compared, they are parsed then.
 fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> watcher::Event<Lenient<K>> {
     let strip = |mut object: Lenient<K>| {
         let meta = object.meta_mut();
         if let Some(entries) = meta.managed_fields.as_mut() {
             entries.retain(|e| e.operation.as_deref() == Some("Apply"));
+            for fields in entries.iter_mut().filter_map(|e| e.fields_v1.as_mut()) {
+                if !fields.0.is_string() {
+                    fields.0 = serde_json::Value::String(fields.0.to_string());
+                }
+            }
             if entries.is_empty() {
                 meta.managed_fields = None;
             }

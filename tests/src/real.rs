@@ -111,10 +111,7 @@ impl RealSync {
         let mut ready = vec![machines.readiness(), sets.readiness()];
         let mut tasks = vec![
             tokio::spawn(machines.run(
-                MachineHooks {
-                    platform: platform.clone(),
-                    cluster: facts.clone(),
-                },
+                MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
                 stop.clone().cancelled_owned(),
             )),
             tokio::spawn(sets.run(

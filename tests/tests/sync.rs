@@ -805,13 +805,10 @@ async fn s16_malformed_objects_are_reported_and_everything_else_keeps_syncing() 
     controllers.stop().await
 }
 
-#[tokio::test]
-async fn s17_reading_a_whole_infrastructure_object_needs_get() -> TestResult {
-    if e2e::use_existing_cluster() {
-        return Ok(()); // RBAC is applied only on envtest
-    }
-    // deploy/'s RBAC without `get` on infrastructure kinds.
-    let cluster = e2e::Cluster::start_with_rbac(|rbac| {
+/// deploy/'s RBAC without `get` on infrastructure kinds: a read that reaches the API
+/// server is refused, one the cache answers is not.
+async fn cluster_without_infra_get() -> TestResult<Cluster> {
+    e2e::Cluster::start_with_rbac(|rbac| {
         for rule in rbac
             .iter_mut()
             .flat_map(|doc| doc["rules"].as_array_mut().into_iter().flatten())
@@ -823,7 +820,15 @@ async fn s17_reading_a_whole_infrastructure_object_needs_get() -> TestResult {
             }
         }
     })
-    .await?;
+    .await
+}
+
+#[tokio::test]
+async fn s17_reading_a_whole_infrastructure_object_needs_get() -> TestResult {
+    if e2e::use_existing_cluster() {
+        return Ok(()); // RBAC is applied only on envtest
+    }
+    let cluster = cluster_without_infra_get().await?;
     cluster
         .install_crd(&infra_crd(DEV, &["v1beta1", "v1beta2"], Some("v1beta1_v1beta2")))
         .await?;
@@ -936,4 +941,71 @@ async fn s18_a_cold_start_reconciles_each_pair_once_with_its_infrastructure_obje
         .count();
     assert_eq!(pair_reconciles, PAIRS);
     controllers.stop().await
+}
+
+/// Issue 16: once a kind has listed, hooks read whole infrastructure objects from the
+/// tracker's cache (no GET: the RBAC here has none) and a miss is a missing object; a kind
+/// that is not watched (or not listed yet) is read from the API server, never taken as
+/// empty.
+#[tokio::test]
+async fn s19_infrastructure_objects_are_read_from_the_cache_once_listed() -> TestResult {
+    if e2e::use_existing_cluster() {
+        return Ok(()); // RBAC is applied only on envtest
+    }
+    let cluster = cluster_without_infra_get().await?;
+    cluster
+        .install_crd(&infra_crd(DEV, &["v1beta1", "v1beta2"], Some("v1beta1_v1beta2")))
+        .await?;
+    cluster.install_crd(&infra_crd(AWS, &["v1beta2"], None)).await?;
+    let controllers = Controllers::start(&cluster).await?;
+    cluster.create_infra(DEV, "v1beta2", "infra", &[]).await?;
+    cluster.create_infra(AWS, "v1beta2", "unwatched", &[]).await?;
+    cluster.create_mapi_machine("worker", Some("MachineAPI")).await?;
+    cluster
+        .create_capi_machine("worker", (DEV, "infra"), None)
+        .await?;
+    let call = controllers
+        .machines
+        .wait_for(WAIT, |c| c.objects.name == "worker" && c.objects.infra.is_some())
+        .await?;
+    // The pair's own fetch carried the whole object, not its metadata only.
+    let fetched = call.objects.infra.as_ref().ok_or("no infrastructure object")?;
+    assert_eq!(fetched.data["spec"], json!({ "generation": 0 }));
+
+    let dev = GroupKind {
+        group: INFRA_GROUP.into(),
+        kind: DEV.into(),
+    };
+    let cached = controllers
+        .tracker
+        .get(&dev, None, "infra")
+        .await?
+        .ok_or("the cached object is missing")?;
+    assert_eq!(cached.name_any(), "infra");
+    assert_eq!(cached.data["spec"], json!({ "generation": 0 }));
+    assert!(
+        controllers
+            .tracker
+            .get(&dev, None, "never-created")
+            .await?
+            .is_none()
+    );
+
+    // No CAPI object references AWSMachines: no cache can tell, so the read goes to
+    // the API server (refused here) instead of answering "absent".
+    let aws = GroupKind {
+        group: INFRA_GROUP.into(),
+        kind: AWS.into(),
+    };
+    let unwatched = controllers.tracker.get(&aws, None, "unwatched").await;
+    let message = format!("{:?}", unwatched.err());
+    assert!(
+        message.contains("cannot get resource \\\"awsmachines\\\""),
+        "{message}"
+    );
+    // The only Forbidden met is that read: the cached ones never reached the server.
+    let denials = format!("{:?}", controllers.stop().await.err());
+    assert!(denials.contains("awsmachines"), "{denials}");
+    assert!(!denials.contains("devmachines"), "{denials}");
+    Ok(())
 }

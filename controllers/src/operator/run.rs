@@ -514,10 +514,7 @@ impl Controllers {
         self.metrics.set_platform(&cluster.platform, true);
         let cluster = Arc::new(cluster);
         Some((
-            MachineHooks {
-                platform: platform.clone(),
-                cluster: cluster.clone(),
-            },
+            MachineHooks::new(platform.clone(), cluster.clone()).with_capi_sets(self.sets.caches().capi),
             MachineSetHooks { platform, cluster },
         ))
     }

@@ -1,7 +1,10 @@
 //! Owner references across the two APIs, and the owners a conversion cannot express.
 
+use std::sync::Arc;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use sync_core::SyncContext;
 use sync_core::api::{capi, mapi};
@@ -31,19 +34,45 @@ pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReferenc
     }
 }
 
+/// Where the CAPI MachineSets that own CAPI Machines are read.
+#[derive(Clone)]
+pub struct CapiSets {
+    /// Reads what the cache does not hold.
+    pub api: Api<capi::MachineSet>,
+    /// The CAPI namespace.
+    pub namespace: String,
+    /// The MachineSet controller's CAPI cache, when it runs in the same process.
+    pub cache: Option<Store<capi::MachineSet>>,
+}
+
+impl CapiSets {
+    /// The CAPI MachineSet `name`: from the cache, else (not cached yet, or no cache) from
+    /// the API server, so that a set the cache has not seen yet is never taken as missing.
+    pub async fn get(&self, name: &str) -> Result<Option<Arc<capi::MachineSet>>, kube::Error> {
+        if let Some(set) = self
+            .cache
+            .as_ref()
+            .and_then(|store| store.get(&ObjectRef::new(name).within(&self.namespace)))
+        {
+            return Ok(Some(set));
+        }
+        Ok(self.api.get_opt(name).await?.map(Arc::new))
+    }
+}
+
 /// The owner of a CAPI Machine mirroring `mapi`: the same-name CAPI MachineSet when a
 /// MAPI MachineSet owns it, else the CAPI `Cluster` (when it exists).
 pub async fn capi_owner_of_mapi_machine(
     mapi: &mapi::Machine,
-    capi_sets: &Api<capi::MachineSet>,
+    capi_sets: &CapiSets,
     cluster: &Cluster,
     ctx: &SyncContext<MachineSync>,
 ) -> Result<Option<OwnerReference>, OwnerError> {
     match mapi.owner_references() {
         [] => cluster_owner(ctx, cluster).await.map_err(OwnerError::Api),
         [owner] if owner.kind == "MachineSet" && api_group(&owner.api_version) == mapi::GROUP => {
-            match capi_sets.get_opt(&owner.name).await.map_err(OwnerError::Api)? {
-                Some(set) => Ok(Some(controller_ref(&set))),
+            match capi_sets.get(&owner.name).await.map_err(OwnerError::Api)? {
+                Some(set) => Ok(Some(controller_ref(set.as_ref()))),
                 None => Err(OwnerError::Waiting(format!("CAPI MachineSet {} does not exist yet", owner.name))),
             }
         }

@@ -6,6 +6,11 @@
 //! metadata-only watch per referenced GroupKind in the CAPI namespace, shared by every
 //! controller, and maps each infrastructure event to the names it must reconcile.
 //!
+//! * Each watch caches the whole objects by default ([`InfraCache::Objects`]): the hooks
+//!   read an InfraMachine's spec, status and apply entries on every reconcile, and one
+//!   cache read is far cheaper than a GET per reconcile. Controllers whose hooks never
+//!   read them can keep metadata only ([`InfraCache::Metadata`]).
+//!
 //! * A GroupKind is watched from its first reference and stopped a grace period after its
 //!   last one goes away.
 //! * A GroupKind that cannot be resolved (no CRD, no permission) is retried with capped
@@ -21,7 +26,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use futures::TryStreamExt;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::core::ApiResource;
@@ -41,8 +46,33 @@ use crate::pair::SyncPair;
 use crate::queue::Backoff;
 use crate::reflect::{Touched, reflect};
 
-/// Cached metadata of an infrastructure object.
-pub type InfraMeta = PartialObjectMeta<DynamicObject>;
+/// A cached infrastructure object: whole ([`InfraCache::Objects`]) or its metadata only
+/// (`data` empty, [`InfraCache::Metadata`]).
+pub type InfraObject = DynamicObject;
+
+/// What the infrastructure caches keep of each object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfraCache {
+    /// Metadata only (a metadata watch): enough to trigger reconciles; whole objects are
+    /// read from the API server.
+    Metadata,
+    /// The whole object (`metadata.managedFields` but for apply entries dropped, as in
+    /// every cache): hooks read it from the cache.
+    Objects,
+}
+
+/// What a cache says about one object.
+#[derive(Clone, Debug)]
+pub enum Lookup {
+    /// The cache holds it.
+    Cached(Arc<InfraObject>),
+    /// Its kind's cache has listed and does not hold it: it does not exist (as far as
+    /// the watch has seen; as controller-runtime's cached client, a miss is NotFound).
+    Absent,
+    /// No cache can tell: the kind is not watched, has not listed yet, or is cached as
+    /// metadata only. Read it from the API server.
+    Unknown,
+}
 
 /// How the tracker watches.
 #[derive(Clone, Debug)]
@@ -62,11 +92,13 @@ pub struct InfraConfig {
     /// reference to list (or fail to resolve), so that the first reconcile of each pair
     /// already has its infrastructure object; past it they start anyway.
     pub first_list_wait: Duration,
+    /// What the caches keep of each object.
+    pub cache: InfraCache,
 }
 
 impl InfraConfig {
     /// Defaults for `namespace`: a 2 s grace, retries from 100 ms up to 30 s, workers
-    /// waiting up to 10 s for the first lists.
+    /// waiting up to 10 s for the first lists, whole objects cached.
     pub fn new(namespace: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
@@ -78,6 +110,7 @@ impl InfraConfig {
             watcher: watcher::Config::default(),
             instance: None,
             first_list_wait: Duration::from_secs(10),
+            cache: InfraCache::Objects,
         }
     }
 }
@@ -134,7 +167,7 @@ struct Watch {
     generation: u64,
     status: WatchStatus,
     resource: Option<ApiResource>,
-    store: Option<Store<InfraMeta>>,
+    store: Option<Store<InfraObject>>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -267,17 +300,65 @@ impl InfraTracker {
         }
     }
 
-    /// The cached metadata of the object `reference` names, if its kind is watched.
-    pub fn cached(&self, reference: &InfraRef) -> Option<Arc<InfraMeta>> {
-        let state = self.inner.lock();
-        let watch = state.watches.get(&reference.group_kind())?;
-        let (store, resource) = (watch.store.as_ref()?, watch.resource.as_ref()?);
-        store
-            .get(&ObjectRef::new_with(&reference.name, resource.clone()).within(&self.inner.config.namespace))
+    /// The cached object `reference` names, if its kind is watched and the cache holds it
+    /// (whole or metadata only, see [`InfraConfig::cache`]).
+    pub fn cached(&self, reference: &InfraRef) -> Option<Arc<InfraObject>> {
+        match self.lookup(&reference.group_kind(), &reference.name, true) {
+            Lookup::Cached(object) => Some(object),
+            Lookup::Absent | Lookup::Unknown => None,
+        }
     }
 
-    /// The whole object `reference` names, read from the API server (the caches hold
-    /// metadata only).
+    /// What the cache of `group_kind` says about the object `name`; `metadata`: whether a
+    /// metadata-only cache answers too.
+    pub fn lookup(&self, group_kind: &GroupKind, name: &str, metadata: bool) -> Lookup {
+        if !metadata && self.inner.config.cache == InfraCache::Metadata {
+            return Lookup::Unknown;
+        }
+        let state = self.inner.lock();
+        let Some(Watch {
+            store: Some(store),
+            resource: Some(resource),
+            ..
+        }) = state.watches.get(group_kind)
+        else {
+            return Lookup::Unknown;
+        };
+        if store.wait_until_ready().now_or_never().is_none() {
+            return Lookup::Unknown;
+        }
+        let key = ObjectRef::new_with(name, resource.clone()).within(&self.inner.config.namespace);
+        match store.get(&key) {
+            Some(object) => Lookup::Cached(object),
+            None => Lookup::Absent,
+        }
+    }
+
+    /// The whole object `name` of `group_kind`: from the cache when it can tell, else
+    /// from the API server (`version`: the version to prefer when the kind must be
+    /// resolved). A cache that has not listed yet never hides an existing object.
+    pub async fn get(
+        &self,
+        group_kind: &GroupKind,
+        version: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<InfraObject>>, ResolveError> {
+        match self.lookup(group_kind, name, false) {
+            Lookup::Cached(object) => return Ok(Some(object)),
+            Lookup::Absent => return Ok(None),
+            Lookup::Unknown => {}
+        }
+        let (api, _) = self.api(group_kind, version).await?;
+        match api.get_opt(name).await {
+            Ok(object) => Ok(object.map(Arc::new)),
+            Err(source) => Err(ResolveError::Api {
+                group_kind: group_kind.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The whole object `reference` names, read from the API server.
     pub async fn fetch(&self, reference: &InfraRef) -> Result<Option<DynamicObject>, ResolveError> {
         let (api, _) = self
             .api(&reference.group_kind(), reference.version.as_deref())
@@ -487,7 +568,7 @@ impl Inner {
         }
     }
 
-    fn watching(&self, group_kind: &GroupKind, resource: &ApiResource, store: Store<InfraMeta>) {
+    fn watching(&self, group_kind: &GroupKind, resource: &ApiResource, store: Store<InfraObject>) {
         let mut state = self.lock();
         if let Some(watch) = state.watches.get_mut(group_kind) {
             watch.status = WatchStatus::Watching {
@@ -587,17 +668,28 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
         }
     };
     let Some(strong) = inner.upgrade() else { return };
-    let api: Api<InfraMeta> =
-        Api::namespaced_with(strong.client.clone(), &strong.config.namespace, &resource);
+    let (client, namespace) = (strong.client.clone(), strong.config.namespace.clone());
     let writer = Writer::new(resource.clone());
     strong.watching(&group_kind, &resource, writer.as_reader());
-    let config = strong.config.watcher.clone();
+    let (config, cache) = (strong.config.watcher.clone(), strong.config.cache);
     drop(strong);
-    tracing::info!(%group_kind, version = %resource.version, "infrastructure watch started");
+    tracing::info!(%group_kind, version = %resource.version, ?cache, "infrastructure watch started");
     let what = group_kind.to_string();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .map_ok(crate::reflect::always_valid);
+    let stream = match cache {
+        InfraCache::Objects => {
+            let api: Api<InfraObject> = Api::namespaced_with(client, &namespace, &resource);
+            watcher(api, config).default_backoff().boxed()
+        }
+        InfraCache::Metadata => {
+            let api: Api<PartialObjectMeta<DynamicObject>> =
+                Api::namespaced_with(client, &namespace, &resource);
+            watcher(api, config)
+                .default_backoff()
+                .map_ok(metadata_only)
+                .boxed()
+        }
+    }
+    .map_ok(crate::reflect::always_valid);
     reflect(&what, resource, stream, writer, |touched| {
         let meta = match touched {
             Touched::Present(object) | Touched::Gone(object) => &object.metadata,
@@ -608,4 +700,20 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
         }
     })
     .await;
+}
+
+/// A metadata watch's event, as objects with metadata only.
+fn metadata_only(event: watcher::Event<PartialObjectMeta<DynamicObject>>) -> watcher::Event<InfraObject> {
+    let object = |meta: PartialObjectMeta<DynamicObject>| DynamicObject {
+        types: meta.types,
+        metadata: meta.metadata,
+        data: serde_json::Value::Null,
+    };
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(object(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(object(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(object(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
 }

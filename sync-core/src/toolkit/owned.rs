@@ -22,8 +22,15 @@ pub fn owned_by(
             && e.operation.as_deref() == Some("Apply")
             && e.subresource.as_deref().filter(|s| !s.is_empty()) == subresource
     }) {
-        if let Some(fields) = entry.fields_v1.as_ref() {
-            merge(&mut owned, project(&fields.0, object));
+        match entry.fields_v1.as_ref().map(|fields| &fields.0) {
+            // As the caches keep it (see `reflect`): the set's JSON text.
+            Some(Value::String(text)) => {
+                if let Ok(fields) = serde_json::from_str::<Value>(text) {
+                    merge(&mut owned, project(&fields, object));
+                }
+            }
+            Some(fields) => merge(&mut owned, project(fields, object)),
+            None => {}
         }
     }
     owned
@@ -131,6 +138,21 @@ mod tests {
             fields_v1: Some(FieldsV1(fields)),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn reads_a_set_kept_as_its_json_text_as_the_set_itself() {
+        let object = json!({"spec": {"a": 1, "b": {"c": 2, "d": 3}}});
+        let fields = json!({"f:spec": {"f:b": {"f:c": {}}}});
+        let tree = owned_by(&object, &[entry("me", None, fields.clone())], "me", None);
+        let text = owned_by(
+            &object,
+            &[entry("me", None, Value::String(fields.to_string()))],
+            "me",
+            None,
+        );
+        assert_eq!(tree, json!({"spec": {"b": {"c": 2}}}));
+        assert_eq!(text, tree);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Memory {
     pub reconciled_after: Duration,
 }
 
+/// The child mode of the real sync (the operator's controllers with the AWS hooks), next
+/// to [`Implementation::as_str`]'s.
+pub const REAL: &str = "real";
+
 /// Runs `exe` in child mode for `implementation` against the cluster of `kubeconfig` and
 /// reads its memory once it has reconciled `fleet`.
 pub async fn measure(
@@ -45,9 +49,19 @@ pub async fn measure(
     fleet: Fleet,
     implementation: Implementation,
 ) -> Result<Memory, BenchError> {
+    measure_mode(exe, kubeconfig, fleet, implementation.as_str()).await
+}
+
+/// [`measure`] for a child mode by name ([`Implementation::as_str`] or [`REAL`]).
+pub async fn measure_mode(
+    exe: &Path,
+    kubeconfig: &Path,
+    fleet: Fleet,
+    mode: &str,
+) -> Result<Memory, BenchError> {
     let mut child = Command::new(exe)
         .arg(CHILD_FLAG)
-        .arg(implementation.as_str())
+        .arg(mode)
         .arg(kubeconfig)
         .arg(fleet.machines.to_string())
         .arg(fleet.machine_sets.to_string())
@@ -75,14 +89,9 @@ pub async fn measure(
         Ok::<_, std::io::Error>(None)
     })
     .await
-    .map_err(|_| {
-        BenchError::Other(format!(
-            "the {} child did not reconcile in time",
-            implementation.as_str()
-        ))
-    })?
+    .map_err(|_| BenchError::Other(format!("the {mode} child did not reconcile in time")))?
     .map_err(|e| BenchError::Other(e.to_string()))?
-    .ok_or_else(|| BenchError::Other(format!("the {} child exited early", implementation.as_str())))?;
+    .ok_or_else(|| BenchError::Other(format!("the {mode} child exited early")))?;
     let rss_kib = procfs::status_kib(pid, "VmRSS").ok_or_else(|| BenchError::Other("no VmRSS".into()))?;
     let peak_kib = procfs::status_kib(pid, "VmHWM").unwrap_or_default();
     let cpu = procfs::process_cpu(pid).unwrap_or_default();
@@ -105,16 +114,29 @@ pub async fn measure(
 
 /// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>`. Runs
 /// the implementation until every name is reconciled, prints `reconciled <ms>`, then runs
-/// on until stdin closes.
+/// on until stdin closes. The real sync ([`REAL`]) runs until quiet instead: it
+/// reconciles a synchronized fleet without writing.
 pub async fn child(args: &[String]) -> Result<(), BenchError> {
     let usage = || {
         BenchError::Other(format!(
-            "usage: {CHILD_FLAG} <macro|hand-written> <kubeconfig> <machines> <sets>"
+            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}> <kubeconfig> <machines> <sets>"
         ))
     };
     let [implementation, kubeconfig, machines, sets] = args else {
         return Err(usage());
     };
+    if implementation == REAL {
+        let machines: usize = machines.parse().map_err(|_| usage())?;
+        let sets: usize = sets.parse().map_err(|_| usage())?;
+        let started = Instant::now();
+        let kubeconfig = std::fs::read_to_string(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
+        let controllers = super::real_sync::Controllers::start(&kubeconfig, 0)?;
+        controllers.quiet(machines + sets, TIMEOUT).await?;
+        println!("{RECONCILED} {}", started.elapsed().as_millis());
+        let mut rest = Vec::new();
+        let _ = tokio::io::stdin().read_to_end(&mut rest).await;
+        return controllers.stop().await;
+    }
     let implementation = Implementation::parse(implementation).ok_or_else(usage)?;
     let machines: usize = machines.parse().map_err(|_| usage())?;
     let sets: usize = sets.parse().map_err(|_| usage())?;

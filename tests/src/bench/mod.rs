@@ -275,7 +275,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
                 "0. the real sync: {} MAPI Machines and {} MachineSets (converge, idle, restart, floor)",
                 real.fleet.machines, real.fleet.machine_sets
             ));
-            Some(real_sync::run(real, &progress).await?)
+            Some(real_sync::run(real, exe, &progress).await?)
         }
         None => None,
     };
@@ -742,5 +742,15 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             real.restart_cpu_ms,
             None,
         ),
+        Figure::lower(
+            format!(
+                "real sync resident memory over {} synchronized pairs and their infrastructure objects (own process, VmRSS once quiet)",
+                fleet.machines + fleet.machine_sets
+            ),
+            "MiB",
+            real.memory.as_ref().map_or(0.0, |m| m.rss_kib as f64 / 1024.0),
+            None,
+        )
+        .target(64.0),
     ]
 }

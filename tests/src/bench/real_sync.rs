@@ -147,11 +147,22 @@ impl Controllers {
         self.running.stop().await
     }
 
-    /// Waits until neither a write nor a reconcile happened for [`QUIET`] (at most
-    /// `bound`); returns the last activity's time after the start.
-    pub async fn quiet(&self, bound: Duration) -> Result<Duration, BenchError> {
+    /// Waits until at least `reconciles` reconciles happened and then neither a write nor
+    /// a reconcile for [`QUIET`] (at most `bound`); returns the last activity's time after
+    /// the start. The floor on reconciles keeps the lists of a large fleet (longer than
+    /// [`QUIET`], and silent) from passing for quiet.
+    pub async fn quiet(&self, reconciles: usize, bound: Duration) -> Result<Duration, BenchError> {
         let deadline = Instant::now() + bound;
         loop {
+            if self.observer.counts().0 < reconciles {
+                if Instant::now() >= deadline {
+                    return Err(BenchError::Other(format!(
+                        "fewer than {reconciles} reconciles within {bound:?}"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
             let last = [self.requests.last_write(), self.observer.last()]
                 .into_iter()
                 .flatten()
@@ -197,10 +208,7 @@ async fn run_controllers(
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     tokio::join!(
         machines.run(
-            MachineHooks {
-                platform: platform.clone(),
-                cluster: facts.clone(),
-            },
+            MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
             shutdown.clone(),
         ),
         sets.run(
@@ -633,6 +641,9 @@ pub struct RealOutcome {
     pub restart_rv_advance: u64,
     /// Restart: hook calls.
     pub restart_hook_calls: usize,
+    /// The real sync's resident memory over the synchronized fleet, in a process of its
+    /// own, once quiet.
+    pub memory: Option<super::memory::Memory>,
     /// Converge: writes (client side), for the ratio to the floor.
     pub converge_writes: u64,
     /// The floor's writes.
@@ -640,7 +651,11 @@ pub struct RealOutcome {
 }
 
 /// Runs converge, idle, restart and the floor for `settings.fleet`.
-pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<RealOutcome, BenchError> {
+pub async fn run(
+    settings: RealSettings,
+    exe: &std::path::Path,
+    progress: &impl Fn(&str),
+) -> Result<RealOutcome, BenchError> {
     let fleet = settings.fleet;
     let bound = Duration::from_secs(60) + Duration::from_millis(20 * fleet.machines as u64);
     let env = start_env().await?;
@@ -666,7 +681,7 @@ pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<Rea
     machines?;
     sets?;
     let converged_ms = ms(controllers.started().elapsed());
-    let converge_quiet = controllers.quiet(bound).await?;
+    let converge_quiet = controllers.quiet(0, bound).await?;
     let converge_cpu_ms = ms(controllers.cpu());
     let converge = controllers.requests.snapshot();
     let (converge_reconciles, converge_hook_calls) = controllers.observer.counts();
@@ -706,7 +721,9 @@ pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<Rea
     // Restart over the synchronized fleet.
     let rv = env.resource_version();
     let controllers = Controllers::start(&kubeconfig, 1)?;
-    let restart_quiet = controllers.quiet(bound).await?;
+    // Every pair is reconciled once at a restart (its objects' list events).
+    let pairs = fleet.machines + fleet.machine_sets;
+    let restart_quiet = controllers.quiet(pairs, bound).await?;
     let restart_cpu_ms = ms(controllers.cpu());
     let restart = controllers.requests.snapshot();
     let restart_rv_advance = env.resource_version().saturating_sub(rv);
@@ -719,6 +736,18 @@ pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<Rea
         restart.summary()
     ));
     controllers.stop().await?;
+
+    // Memory over the synchronized fleet, in a process of its own.
+    let kubeconfig_file = env
+        .kubeconfig_path()
+        .map_err(|e| BenchError::Other(format!("kubeconfig: {e}")))?;
+    let memory = super::memory::measure_mode(exe, &kubeconfig_file, fleet, super::memory::REAL).await?;
+    progress(&format!(
+        "  memory: {:.1} MiB resident (peak {:.1} MiB) over the synchronized fleet, quiet after {:.2} s",
+        memory.rss_kib as f64 / 1024.0,
+        memory.peak_kib as f64 / 1024.0,
+        memory.reconciled_after.as_secs_f64()
+    ));
     env.stop().await;
 
     // The floor.
@@ -759,5 +788,6 @@ pub async fn run(settings: RealSettings, progress: &impl Fn(&str)) -> Result<Rea
         restart_requests: restart.to_json(),
         restart_rv_advance,
         restart_hook_calls,
+        memory: Some(memory),
     })
 }

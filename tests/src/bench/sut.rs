@@ -8,6 +8,7 @@ use controllers::machine::MachineSync;
 use controllers::machine_set::MachineSetSync;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use sync_core::infra::InfraCache;
 use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController};
 use tokio::sync::oneshot;
 
@@ -81,7 +82,11 @@ pub async fn run(
                 concurrency: CONCURRENCY,
                 ..SyncConfig::default()
             };
-            let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
+            // The stub hooks read no infrastructure object, and the hand-written controller
+            // caches their metadata only: both keep the same.
+            let mut infra = InfraConfig::new(&namespaces.capi);
+            infra.cache = InfraCache::Metadata;
+            let tracker = InfraTracker::new(client.clone(), infra);
             let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
                 .with_infra(tracker.clone());
             let machine_sets = SyncController::<MachineSetSync>::new(client, config).with_infra(tracker);
