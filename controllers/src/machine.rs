@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use sync_core::SyncContext;
-use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
+use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{
@@ -23,6 +23,7 @@ use sync_core::toolkit::{
 };
 use sync_macros::sync_controller;
 
+use crate::sync::infra;
 use crate::sync::teardown::{delete, holds};
 use crate::sync::{
     CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners,
@@ -169,12 +170,12 @@ impl MachineHooks {
             Applied::Unchanged => objects.capi.as_deref().cloned().unwrap_or(machine),
         };
 
-        let (infra_api, resource) = self.infra_api(ctx, &infra).await?;
+        let (infra_api, resource) = infra::api(ctx, &infra).await?;
         infra.metadata.namespace = Some(ctx.namespaces.capi.clone());
         infra.metadata.owner_references = Some(vec![owners::controller_ref(&machine)]);
         set_paused(&mut infra.metadata.annotations, paused);
         add_finalizer(&mut infra.metadata.finalizers, SYNC_FINALIZER);
-        let live_infra = self.live_infra(ctx, &infra).await?;
+        let live_infra = infra::live(ctx, &infra).await?;
         if let Some(live) = &live_infra
             && live.meta().deletion_timestamp.is_none()
             && !contains(&live.data["spec"], &infra.data["spec"])
@@ -270,7 +271,7 @@ impl MachineHooks {
             return Ok(Action::await_change());
         };
         let infra = infra.as_ref();
-        let (infra_api, _) = self.infra_api(ctx, infra).await?;
+        let (infra_api, _) = infra::api(ctx, infra).await?;
         if finalizers::ensure(&infra_api, infra, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());
         }
@@ -371,7 +372,7 @@ impl MachineHooks {
         let infra = ctx.infra_object(objects).await?;
         let infra = infra.as_deref();
         let infra_api = match infra {
-            Some(infra) => Some(self.infra_api(ctx, infra).await?.0),
+            Some(infra) => Some(infra::api(ctx, infra).await?.0),
             None => None,
         };
         if let Some(mapi) = mapi {
@@ -424,60 +425,6 @@ impl MachineHooks {
             }
         }
         Ok(Action::await_change())
-    }
-
-    /// The live InfraMachine `desired` names: from the infrastructure cache, else (its
-    /// kind not listed yet) from the API server.
-    async fn live_infra(
-        &self,
-        ctx: &Ctx,
-        desired: &DynamicObject,
-    ) -> Result<Option<Arc<DynamicObject>>, sync_core::HookError> {
-        let types = desired
-            .types
-            .as_ref()
-            .ok_or("InfraMachine without apiVersion/kind")?;
-        let (group, version) = types
-            .api_version
-            .split_once('/')
-            .unwrap_or(("", &types.api_version));
-        let group_kind = GroupKind {
-            group: group.to_owned(),
-            kind: types.kind.clone(),
-        };
-        let tracker = ctx
-            .infra
-            .as_ref()
-            .ok_or("the Machine controller runs without infrastructure tracking")?;
-        Ok(tracker
-            .get(&group_kind, Some(version), &desired.name_any())
-            .await?)
-    }
-
-    async fn infra_api(
-        &self,
-        ctx: &Ctx,
-        infra: &DynamicObject,
-    ) -> Result<(Api<DynamicObject>, ApiResource), sync_core::HookError> {
-        let types = infra
-            .types
-            .as_ref()
-            .ok_or("InfraMachine without apiVersion/kind")?;
-        let group_kind = GroupKind {
-            group: types
-                .api_version
-                .split_once('/')
-                .map_or("", |(g, _)| g)
-                .to_owned(),
-            kind: types.kind.clone(),
-        };
-        let tracker = ctx
-            .infra
-            .as_ref()
-            .ok_or("the Machine controller runs without infrastructure tracking")?;
-        Ok(tracker
-            .api(&group_kind, types.api_version.split_once('/').map(|(_, v)| v))
-            .await?)
     }
 }
 

@@ -10,9 +10,9 @@
 //! | otherwise either side deleted | the other side deleted, finalizers released (the mirror's paused controller's too), a MAPI-driven set's templates deleted; a CAPI set whose MAPI set is gone is released too (upstream #626) |
 use std::sync::Arc;
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
-use sync_core::api::{AuthoritativeApi, GroupKind, capi, mapi};
+use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, report};
@@ -20,6 +20,7 @@ use sync_core::{Deleting, SyncContext};
 use sync_macros::sync_controller;
 
 use crate::machine::{add_finalizer, set_paused, warn_conversion};
+use crate::sync::infra;
 use crate::sync::teardown::delete;
 use crate::sync::{CAPI_MACHINE_SET_FINALIZER, Cluster, MACHINE_SET_LABEL, Platform, owners};
 
@@ -111,14 +112,14 @@ impl MachineSetHooks {
         let cluster_owner = owners::cluster_owner(ctx, &self.cluster).await?;
 
         // The template first: the set must never point at a template that does not exist.
-        let (templates, resource) = self.template_api(ctx, &template).await?;
+        let (templates, resource) = infra::api(ctx, &template).await?;
         template.metadata.namespace = Some(ctx.namespaces.capi.clone());
         template
             .labels_mut()
             .insert(MACHINE_SET_LABEL.into(), mapi.name_any());
         template.metadata.owner_references = cluster_owner.clone().map(|o| vec![o]);
         set_paused(&mut template.metadata.annotations, paused);
-        let live_template = self.live_template(ctx, &resource, &template).await?;
+        let live_template = infra::live(ctx, &template).await?;
         apply_typed(
             &templates,
             &resource,
@@ -294,7 +295,7 @@ impl MachineSetHooks {
         if direction == Direction::MapiToCapi
             && let Some(template) = ctx.infra_object(objects).await?
         {
-            let (templates, _) = self.template_api(ctx, &template).await?;
+            let (templates, _) = infra::api(ctx, &template).await?;
             let selector = ListParams::default().labels(&format!("{MACHINE_SET_LABEL}={}", objects.name));
             for old in templates.list(&selector).await?.items {
                 delete(&templates, &old).await?;
@@ -304,51 +305,6 @@ impl MachineSetHooks {
             finalizers::release(&apis.mapi, mapi, SYNC_FINALIZER).await?;
         }
         Ok(Action::await_change())
-    }
-
-    /// The live template `desired` names: from the infrastructure cache, else (its kind
-    /// not listed yet) from the API server.
-    async fn live_template(
-        &self,
-        ctx: &Ctx,
-        resource: &ApiResource,
-        desired: &DynamicObject,
-    ) -> Result<Option<Arc<DynamicObject>>, sync_core::HookError> {
-        let group_kind = GroupKind {
-            group: resource.group.clone(),
-            kind: resource.kind.clone(),
-        };
-        let tracker = ctx
-            .infra
-            .as_ref()
-            .ok_or("the MachineSet controller runs without infrastructure tracking")?;
-        Ok(tracker
-            .get(&group_kind, Some(&resource.version), &desired.name_any())
-            .await?)
-    }
-
-    async fn template_api(
-        &self,
-        ctx: &Ctx,
-        template: &DynamicObject,
-    ) -> Result<(Api<DynamicObject>, ApiResource), sync_core::HookError> {
-        let types = template
-            .types
-            .as_ref()
-            .ok_or("InfraMachineTemplate without apiVersion/kind")?;
-        let (group, version) = types
-            .api_version
-            .split_once('/')
-            .unwrap_or(("", &types.api_version));
-        let group_kind = GroupKind {
-            group: group.to_owned(),
-            kind: types.kind.clone(),
-        };
-        let tracker = ctx
-            .infra
-            .as_ref()
-            .ok_or("the MachineSet controller runs without infrastructure tracking")?;
-        Ok(tracker.api(&group_kind, Some(version)).await?)
     }
 }
 

@@ -1,7 +1,9 @@
 //! What the Machine and MachineSet hooks share: the cluster they run in, the conversion
-//! its platform provides, the names they write under, and the deletion order.
+//! its platform provides, their infrastructure objects, the names they write under, and
+//! the deletion order.
 pub mod cluster;
 pub mod convert;
+pub mod infra;
 pub mod owners;
 pub mod teardown;
 
