@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
+use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::hooks::SyncObjects;
-use crate::infra::{InfraObject, InfraTracker, ResolveError};
+use crate::infra::{InfraTracker, ResolveError};
 use crate::lenient::Malformed;
 use crate::pair::SyncPair;
 
@@ -131,12 +132,12 @@ impl<P: SyncPair> SyncContext<P> {
     pub async fn infra_object(
         &self,
         objects: &SyncObjects<P>,
-    ) -> Result<Option<Arc<InfraObject>>, ResolveError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
         let (Some(tracker), Some(reference)) = (&self.infra, objects.infra_ref()) else {
             return Ok(None);
         };
-        if let Some(object) = objects.infra.as_ref().filter(|o| !o.data.is_null()) {
-            return Ok(Some(object.clone()));
+        if let Some(object) = objects.infra.as_ref().filter(|o| o.is_whole()) {
+            return Ok(Some(Arc::new(object.to_dynamic())));
         }
         tracker
             .get(

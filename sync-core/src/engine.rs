@@ -34,7 +34,7 @@ use crate::migration::MigrationHooks;
 use crate::observe::{Observer, Outcome, SkipReason};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
-use crate::reflect::{Touched, reflect};
+use crate::reflect::{Listed, Touched, reflect};
 
 /// How a controller runs.
 #[derive(Clone, Debug)]
@@ -187,6 +187,8 @@ impl<P: SyncPair> SyncController<P> {
         let mut background = JoinSet::new();
 
         let owners = OwnerIndex::default();
+        let (mapi_listed, capi_listed) = (Listed::default(), Listed::default());
+        let owners_listed = writers.owner_mirrors.as_ref().map(|_| Listed::default());
 
         let malformed = caches.malformed.clone();
         background.spawn(reflect(
@@ -198,6 +200,7 @@ impl<P: SyncPair> SyncController<P> {
             )
             .default_backoff(),
             writers.mapi,
+            mapi_listed.clone(),
             {
                 let queue = queue.clone();
                 let malformed = malformed.clone();
@@ -232,6 +235,7 @@ impl<P: SyncPair> SyncController<P> {
             )
             .default_backoff(),
             writers.capi,
+            capi_listed.clone(),
             {
                 let queue = queue.clone();
                 let owners = owners.clone();
@@ -264,6 +268,7 @@ impl<P: SyncPair> SyncController<P> {
                 )
                 .default_backoff(),
                 writer,
+                owners_listed.clone().unwrap_or_default(),
                 {
                     let queue = queue.clone();
                     let owners = owners.clone();
@@ -276,14 +281,7 @@ impl<P: SyncPair> SyncController<P> {
             ));
         }
 
-        if let Some(mut registration) = infra_registration {
-            let queue = queue.clone();
-            background.spawn(async move {
-                while let Some(name) = registration.next_trigger().await {
-                    queue.add(name);
-                }
-            });
-        }
+        let mut infra_triggers = infra_registration;
 
         let recorder = Recorder::new(
             client.clone(),
@@ -306,11 +304,7 @@ impl<P: SyncPair> SyncController<P> {
         let stop = CancellationToken::new();
         let run = async {
             tokio::select! {
-                synced = caches_synced::<P>(&caches.mapi, &caches.capi, caches.owner_mirrors.as_ref()) => {
-                    if !synced {
-                        return;
-                    }
-                }
+                () = listed([Some(&mapi_listed), Some(&capi_listed), owners_listed.as_ref()]) => {}
                 () = stop.cancelled() => return,
             }
             // Start with the infrastructure caches too: a pair reconciled before its
@@ -329,6 +323,24 @@ impl<P: SyncPair> SyncController<P> {
                     () = stop.cancelled() => return,
                 }
             }
+            // What the infrastructure lists triggered is queued before the workers start
+            // (the names are mostly queued already, and the queue holds each once); later
+            // triggers are forwarded while they run.
+            if let Some(registration) = infra_triggers.as_mut() {
+                while let Some(name) = registration.try_next_trigger() {
+                    queue.add(name);
+                }
+            }
+            let forward = async {
+                if let Some(registration) = infra_triggers.as_mut() {
+                    while let Some(name) = tokio::select! {
+                        name = registration.next_trigger() => name,
+                        () = stop.cancelled() => None,
+                    } {
+                        queue.add(name);
+                    }
+                }
+            };
             ready.send_replace(true);
             tracing::info!(controller = P::NAME, "caches synced; reconciling");
             let mut workers = JoinSet::new();
@@ -369,7 +381,8 @@ impl<P: SyncPair> SyncController<P> {
                     }
                 });
             }
-            while workers.join_next().await.is_some() {}
+            let drained = async { while workers.join_next().await.is_some() {} };
+            futures::future::join(drained, forward).await;
         };
 
         let stopping = async {
@@ -407,19 +420,9 @@ fn referenced_kinds<P: SyncPair>(capi: &Store<P::Capi>) -> HashSet<GroupKind> {
         .collect()
 }
 
-async fn caches_synced<P: SyncPair>(
-    mapi: &Store<P::Mapi>,
-    capi: &Store<P::Capi>,
-    owner_mirrors: Option<&Store<P::OwnerMirror>>,
-) -> bool {
-    let owners = async {
-        match owner_mirrors {
-            Some(store) => store.wait_until_ready().await.is_ok(),
-            None => true,
-        }
-    };
-    let (a, b, c) = tokio::join!(mapi.wait_until_ready(), capi.wait_until_ready(), owners);
-    a.is_ok() && b.is_ok() && c
+/// Until every given watch has reported its first list.
+async fn listed(watches: [Option<&Listed>; 3]) {
+    futures::future::join_all(watches.into_iter().flatten().map(Listed::wait)).await;
 }
 
 fn malformed_of<'a, K: Resource>(touched: &Touched<'a, K>) -> Option<&'a Malformed> {

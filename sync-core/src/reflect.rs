@@ -5,7 +5,9 @@
 //!   the objects it found gone: after a dropped watch or a 410
 //!   Expired the watcher lists again, and an object deleted during the gap disappears from
 //!   the store without a Delete event. Reporting it keeps "no reconcile is missed" true
-//!   across watch restarts;
+//!   across watch restarts. An object the relist finds at the resourceVersion the store
+//!   already held is not reported again: it did not change, and a relist (every watch
+//!   expires now and then) would otherwise reconcile the whole fleet;
 //! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
 //!   out of the store (a stale valid version is dropped), and never stops the others;
 //! * `metadata.managedFields` is dropped before an object is cached, but for server-side
@@ -49,31 +51,63 @@ impl<K: Resource> Touched<'_, K> {
     }
 }
 
+/// Says when a watch's first list has been *reported* (every listed object handed to
+/// `on_touch`), which is later than its store being ready: a controller that starts its
+/// workers at store readiness would reconcile names whose list events are still on their
+/// way to the queue, and reconcile them again when they arrive.
+#[derive(Clone, Debug)]
+pub struct Listed(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Listed {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Listed {
+    /// Waits until the first list has been reported.
+    pub async fn wait(&self) {
+        let mut listed = self.0.subscribe();
+        // The sender lives in `self`: the wait ends only by listing.
+        let _ = listed.wait_for(|listed| *listed).await;
+    }
+
+    fn set(&self) {
+        self.0.send_if_modified(|listed| !std::mem::replace(listed, true));
+    }
+}
+
 /// An object a relist delivered, reported once the relist is complete.
 enum Relisted<K: Resource> {
     Valid(ObjectRef<K>),
     Malformed(Box<Malformed>),
 }
 
-/// Wraps events of objects that always decode (metadata-only watches) as [`Lenient`].
+/// Wraps events of objects that always decode (already decoded ones) as [`Lenient`].
 pub fn always_valid<K>(event: watcher::Event<K>) -> watcher::Event<Lenient<K>> {
+    map_event(event, Lenient::Valid)
+}
+
+/// The same event about `f` of its object.
+pub fn map_event<A, B>(event: watcher::Event<A>, f: impl FnOnce(A) -> B) -> watcher::Event<B> {
     match event {
-        watcher::Event::Apply(o) => watcher::Event::Apply(Lenient::Valid(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(Lenient::Valid(o)),
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(Lenient::Valid(o)),
+        watcher::Event::Apply(o) => watcher::Event::Apply(f(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(f(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(f(o)),
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 
 /// Runs until the watch stream ends: applies every event to `writer` and calls `on_touch`
-/// for every object it touched. Watch errors are logged and retried by the stream's own
-/// backoff.
+/// for every object it touched; sets `listed` once the first list has been reported.
+/// Watch errors are logged and retried by the stream's own backoff.
 pub async fn reflect<K>(
     what: &str,
     dyntype: K::DynamicType,
     stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
     mut writer: Writer<K>,
+    listed: Listed,
     mut on_touch: impl FnMut(Touched<'_, K>),
 ) where
     K: Resource + Clone + Debug + 'static,
@@ -114,9 +148,14 @@ pub async fn reflect<K>(
             // would read the old state, and the change would never be seen).
             watcher::Event::InitApply(Lenient::Valid(object)) => {
                 let key = reference(object.meta());
-                before_relist.remove(&key);
+                let unchanged = before_relist.remove(&key).is_some_and(|before| {
+                    before.meta().resource_version.is_some()
+                        && before.meta().resource_version == object.meta().resource_version
+                });
                 writer.apply_watcher_event(&watcher::Event::InitApply(object));
-                relisted.push(Relisted::Valid(key));
+                if !unchanged {
+                    relisted.push(Relisted::Valid(key));
+                }
             }
             watcher::Event::InitApply(Lenient::Malformed(malformed)) => {
                 // Left out of the relisted store; reported instead of gone.
@@ -138,6 +177,7 @@ pub async fn reflect<K>(
                 for gone in std::mem::take(&mut before_relist).into_values() {
                     on_touch(Touched::Gone(&gone));
                 }
+                listed.set();
             }
             watcher::Event::Apply(Lenient::Valid(object)) => {
                 // Reported from the store's copy: no second deep clone per event.
@@ -213,6 +253,8 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::ObjectMeta;
 
+    use futures::FutureExt;
+
     use super::*;
 
     fn configmap(name: &str, version: &str) -> Lenient<ConfigMap> {
@@ -233,7 +275,7 @@ mod tests {
         let reader = writer.as_reader();
         let mut seen = Vec::new();
         let stream = futures::stream::iter(events.into_iter().map(Ok));
-        reflect("test", (), stream, writer, |touched| {
+        reflect("test", (), stream, writer, Listed::default(), |touched| {
             let name = touched.name().to_owned();
             let stored = reader
                 .get(&ObjectRef::new(&name).within("ns"))
@@ -251,10 +293,13 @@ mod tests {
             Init,
             InitApply(configmap("a", "1")),
             InitApply(configmap("b", "1")),
+            InitApply(configmap("c", "1")),
             InitDone,
-            // The watch restarts: "a" changed and "b" was deleted meanwhile.
+            // The watch restarts: "a" changed and "b" was deleted meanwhile; "c" did not
+            // change and is not reported again.
             Init,
             InitApply(configmap("a", "5")),
+            InitApply(configmap("c", "1")),
             InitDone,
             Apply(configmap("a", "6")),
         ])
@@ -264,6 +309,7 @@ mod tests {
             [
                 ("a".to_owned(), Some("1".to_owned())),
                 ("b".to_owned(), Some("1".to_owned())),
+                ("c".to_owned(), Some("1".to_owned())),
                 // Reported after the swap: the store already shows version 5, not 1.
                 ("a".to_owned(), Some("5".to_owned())),
                 // Gone meanwhile: reported, and no longer stored.
@@ -271,5 +317,32 @@ mod tests {
                 ("a".to_owned(), Some("6".to_owned())),
             ]
         );
+    }
+
+    /// The first list counts as listed only once every listed object was reported (a
+    /// controller starts its workers then), though the store is ready before that.
+    #[tokio::test]
+    async fn listed_is_set_after_the_first_list_was_reported() {
+        use watcher::Event::{Apply, Init, InitApply, InitDone};
+        let writer = Writer::<ConfigMap>::default();
+        let reader = writer.as_reader();
+        let listed = Listed::default();
+        let mut seen = Vec::new();
+        let events = vec![
+            Init,
+            InitApply(configmap("a", "1")),
+            InitApply(configmap("b", "1")),
+            InitDone,
+            Apply(configmap("a", "2")),
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        reflect("test", (), stream, writer, listed.clone(), |touched| {
+            let ready = reader.wait_until_ready().now_or_never().is_some();
+            let reported = listed.wait().now_or_never().is_some();
+            seen.push((touched.name().to_owned(), ready, reported));
+        })
+        .await;
+        let expected = [("a", true, false), ("b", true, false), ("a", true, true)];
+        assert_eq!(seen, expected.map(|(n, r, l)| (n.to_owned(), r, l)));
     }
 }

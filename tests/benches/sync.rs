@@ -13,7 +13,8 @@
 //! * `--no-envtest`: skip envtest's own figures;
 //! * `--no-real`: skip the real sync's converge/idle/restart scenarios; `--real-only`: run
 //!   only those;
-//! * `--serve`: only fill an envtest with the fleet, print its kubeconfig path and serve
+//! * `--serve`: only fill an envtest with the fleet (with `--real-only`: the real sync's
+//!   fleet, synchronized), print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
 //!   `valgrind --tool=massif <bench binary> --child macro <kubeconfig> 10000 100`.
 //!
@@ -187,6 +188,21 @@ fn from_shell(path: &str) -> PathBuf {
 /// `--serve`: an envtest filled with the fleet, until stdin closes.
 async fn serve(settings: &Settings) -> BenchResult<()> {
     use tokio::io::AsyncReadExt;
+    if let Some(real) = settings.real.as_ref().filter(|_| settings.real_only) {
+        let started = std::time::Instant::now();
+        let env = bench::real_sync::converged_env(real.fleet).await?;
+        eprintln!(
+            "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s; serving until stdin closes",
+            real.fleet.machines,
+            real.fleet.machine_sets,
+            started.elapsed().as_secs_f64()
+        );
+        println!("{}", env.kubeconfig_path()?.display());
+        let mut rest = Vec::new();
+        tokio::io::stdin().read_to_end(&mut rest).await?;
+        env.stop().await;
+        return Ok(());
+    }
     let (env, filled) = bench::fill::start(settings.fleet).await?;
     let kubeconfig = env.kubeconfig_path()?;
     eprintln!(

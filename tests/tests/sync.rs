@@ -970,7 +970,7 @@ async fn s19_infrastructure_objects_are_read_from_the_cache_once_listed() -> Tes
         .await?;
     // The pair's own fetch carried the whole object, not its metadata only.
     let fetched = call.objects.infra.as_ref().ok_or("no infrastructure object")?;
-    assert_eq!(fetched.data["spec"], json!({ "generation": 0 }));
+    assert_eq!(fetched.to_dynamic().data["spec"], json!({ "generation": 0 }));
 
     let dev = GroupKind {
         group: INFRA_GROUP.into(),

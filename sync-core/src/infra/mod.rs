@@ -20,6 +20,7 @@
 //! * Dropped watches and 410 Expired relist; objects gone meanwhile still trigger.
 
 mod mapping;
+mod object;
 mod resolve;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -39,16 +40,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use mapping::names_to_reconcile;
+pub use object::InfraObject;
 pub use resolve::{ResolveError, choose_version, newest_contract_version, resolve};
 
 use crate::api::{GroupKind, InfraRef, MalformedRef};
 use crate::pair::SyncPair;
 use crate::queue::Backoff;
-use crate::reflect::{Touched, reflect};
-
-/// A cached infrastructure object: whole ([`InfraCache::Objects`]) or its metadata only
-/// (`data` empty, [`InfraCache::Metadata`]).
-pub type InfraObject = DynamicObject;
+use crate::reflect::{Listed, Touched, map_event, reflect};
 
 /// What the infrastructure caches keep of each object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +55,8 @@ pub enum InfraCache {
     /// read from the API server.
     Metadata,
     /// The whole object (`metadata.managedFields` but for apply entries dropped, as in
-    /// every cache): hooks read it from the cache.
+    /// every cache; the rest as JSON text, see [`InfraObject`]): hooks read it from the
+    /// cache.
     Objects,
 }
 
@@ -168,6 +167,8 @@ struct Watch {
     status: WatchStatus,
     resource: Option<ApiResource>,
     store: Option<Store<InfraObject>>,
+    /// Set once the first list's objects were dispatched to the controllers.
+    listed: Option<Listed>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -248,8 +249,9 @@ impl InfraTracker {
             .collect()
     }
 
-    /// Waits until each of `kinds` has listed into its cache or failed to resolve, for at
-    /// most [`InfraConfig::first_list_wait`]; returns the kinds still pending then.
+    /// Waits until each of `kinds` has listed into its cache and dispatched the list's
+    /// names to the controllers, or failed to resolve, for at most
+    /// [`InfraConfig::first_list_wait`]; returns the kinds still pending then.
     ///
     /// A kind not watched yet is waited for too: the CAPI objects' references are reported
     /// just after the CAPI cache has listed, so a kind read from that cache may appear a
@@ -261,7 +263,7 @@ impl InfraTracker {
         loop {
             // Kinds with a cache: wait for its list; failed kinds are done; the others
             // wait for the next change of the tracker's state.
-            let mut stores = Vec::new();
+            let mut lists = Vec::new();
             let mut unresolved = Vec::new();
             {
                 let state = self.inner.lock();
@@ -272,16 +274,16 @@ impl InfraTracker {
                             ..
                         }) => {}
                         Some(Watch {
-                            store: Some(store), ..
-                        }) => stores.push((group_kind, store.clone())),
+                            listed: Some(listed), ..
+                        }) => lists.push((group_kind, listed.clone())),
                         _ => unresolved.push(group_kind),
                     }
                 }
                 changes.borrow_and_update();
             }
             let mut still = Vec::new();
-            for (group_kind, store) in stores {
-                match tokio::time::timeout_at(deadline, store.wait_until_ready()).await {
+            for (group_kind, listed) in lists {
+                match tokio::time::timeout_at(deadline, listed.wait()).await {
                     Ok(_) => {}
                     Err(_) => still.push(group_kind),
                 }
@@ -342,9 +344,9 @@ impl InfraTracker {
         group_kind: &GroupKind,
         version: Option<&str>,
         name: &str,
-    ) -> Result<Option<Arc<InfraObject>>, ResolveError> {
+    ) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
         match self.lookup(group_kind, name, false) {
-            Lookup::Cached(object) => return Ok(Some(object)),
+            Lookup::Cached(object) => return Ok(Some(Arc::new(object.to_dynamic()))),
             Lookup::Absent => return Ok(None),
             Lookup::Unknown => {}
         }
@@ -408,6 +410,11 @@ impl InfraRegistration {
     /// The next name an infrastructure change reconciles.
     pub async fn next_trigger(&mut self) -> Option<String> {
         self.triggers.recv().await
+    }
+
+    /// The next name already sent, if any (without waiting).
+    pub fn try_next_trigger(&mut self) -> Option<String> {
+        self.triggers.try_recv().ok()
     }
 }
 
@@ -494,6 +501,7 @@ impl Inner {
                 status: WatchStatus::Resolving,
                 resource: None,
                 store: None,
+                listed: None,
                 task: Some(task),
             },
         );
@@ -568,7 +576,13 @@ impl Inner {
         }
     }
 
-    fn watching(&self, group_kind: &GroupKind, resource: &ApiResource, store: Store<InfraObject>) {
+    fn watching(
+        &self,
+        group_kind: &GroupKind,
+        resource: &ApiResource,
+        store: Store<InfraObject>,
+        listed: Listed,
+    ) {
         let mut state = self.lock();
         if let Some(watch) = state.watches.get_mut(group_kind) {
             watch.status = WatchStatus::Watching {
@@ -576,6 +590,7 @@ impl Inner {
             };
             watch.resource = Some(resource.clone());
             watch.store = Some(store);
+            watch.listed = Some(listed);
         }
         self.changed();
     }
@@ -670,27 +685,31 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     let Some(strong) = inner.upgrade() else { return };
     let (client, namespace) = (strong.client.clone(), strong.config.namespace.clone());
     let writer = Writer::new(resource.clone());
-    strong.watching(&group_kind, &resource, writer.as_reader());
+    let listed = Listed::default();
+    strong.watching(&group_kind, &resource, writer.as_reader(), listed.clone());
     let (config, cache) = (strong.config.watcher.clone(), strong.config.cache);
     drop(strong);
     tracing::info!(%group_kind, version = %resource.version, ?cache, "infrastructure watch started");
     let what = group_kind.to_string();
     let stream = match cache {
         InfraCache::Objects => {
-            let api: Api<InfraObject> = Api::namespaced_with(client, &namespace, &resource);
-            watcher(api, config).default_backoff().boxed()
+            let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &resource);
+            watcher(api, config)
+                .default_backoff()
+                .map_ok(|event| map_event(event, InfraObject::compact))
+                .boxed()
         }
         InfraCache::Metadata => {
             let api: Api<PartialObjectMeta<DynamicObject>> =
                 Api::namespaced_with(client, &namespace, &resource);
             watcher(api, config)
                 .default_backoff()
-                .map_ok(metadata_only)
+                .map_ok(|event| map_event(event, |o| InfraObject::metadata_only(o.types, o.metadata)))
                 .boxed()
         }
     }
     .map_ok(crate::reflect::always_valid);
-    reflect(&what, resource, stream, writer, |touched| {
+    reflect(&what, resource, stream, writer, listed, |touched| {
         let meta = match touched {
             Touched::Present(object) | Touched::Gone(object) => &object.metadata,
             Touched::Malformed(malformed) | Touched::MalformedGone(malformed) => &malformed.metadata,
@@ -700,20 +719,4 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
         }
     })
     .await;
-}
-
-/// A metadata watch's event, as objects with metadata only.
-fn metadata_only(event: watcher::Event<PartialObjectMeta<DynamicObject>>) -> watcher::Event<InfraObject> {
-    let object = |meta: PartialObjectMeta<DynamicObject>| DynamicObject {
-        types: meta.types,
-        metadata: meta.metadata,
-        data: serde_json::Value::Null,
-    };
-    match event {
-        watcher::Event::Apply(o) => watcher::Event::Apply(object(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(object(o)),
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(object(o)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
 }

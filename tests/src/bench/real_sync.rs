@@ -650,6 +650,25 @@ pub struct RealOutcome {
     pub floor_writes: u64,
 }
 
+/// An envtest holding the fleet synchronized by the real sync (converged, then the
+/// controllers stopped), for profiling the `--child real` mode on its own.
+pub async fn converged_env(fleet: Fleet) -> Result<TestEnv, BenchError> {
+    let bound = Duration::from_secs(60) + Duration::from_millis(20 * fleet.machines as u64);
+    let env = start_env().await?;
+    fill_mapi(&env.client(), fleet).await?;
+    let controllers = Controllers::start(&env.kubeconfig(), 0)?;
+    let client = env.client();
+    let (machines, sets) = tokio::join!(
+        all_synchronized::<mapi::Machine>(&client, fleet.machines, bound),
+        all_synchronized::<mapi::MachineSet>(&client, fleet.machine_sets, bound),
+    );
+    machines?;
+    sets?;
+    controllers.quiet(0, bound).await?;
+    controllers.stop().await?;
+    Ok(env)
+}
+
 /// Runs converge, idle, restart and the floor for `settings.fleet`.
 pub async fn run(
     settings: RealSettings,
