@@ -1009,3 +1009,80 @@ async fn s19_infrastructure_objects_are_read_from_the_cache_once_listed() -> Tes
     assert!(!denials.contains("devmachines"), "{denials}");
     Ok(())
 }
+
+/// Issue 16's idle relist: a watch that expires lists again, and the objects it finds at
+/// the resourceVersion already cached changed nothing, so they reconcile nothing (a relist
+/// used to reconcile the whole fleet). What changed meanwhile still reconciles (s15).
+#[tokio::test]
+async fn s20_a_relist_of_unchanged_objects_reconciles_nothing() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let Some(env) = cluster.envtest() else {
+        eprintln!("fault injection needs the in-process server; skipped on an existing cluster");
+        return Ok(());
+    };
+    const PAIRS: usize = 8;
+    let name = |i: usize| format!("still-{i}");
+    for i in 0..PAIRS {
+        cluster.create_infra(DEV, "v1beta2", &name(i), &[]).await?;
+        cluster.create_mapi_machine(&name(i), Some("MachineAPI")).await?;
+        cluster
+            .create_capi_machine(&name(i), (DEV, &name(i)), None)
+            .await?;
+    }
+    let controllers = Controllers::start(&cluster).await?;
+    for i in 0..PAIRS {
+        controllers
+            .machines
+            .wait_for(WAIT, |c| c.objects.name == name(i) && c.objects.infra.is_some())
+            .await?;
+    }
+    let settled = controllers.observer.reconciles().len();
+
+    // Every watch expires (410: each lists again); then a new pair appears. Its call
+    // with all three objects cached means every cache has swapped its relist in.
+    env.faults().expire_watches();
+    cluster.create_infra(DEV, "v1beta2", "zz-sentinel", &[]).await?;
+    cluster
+        .create_mapi_machine("zz-sentinel", Some("MachineAPI"))
+        .await?;
+    cluster
+        .create_capi_machine("zz-sentinel", (DEV, "zz-sentinel"), None)
+        .await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "zz-sentinel"
+                && c.objects.mapi.is_some()
+                && c.objects.capi.is_some()
+                && c.objects.infra.is_some()
+        })
+        .await?;
+    // One more change through the queue: whatever the relists queued before it has been
+    // taken by a worker once its call came.
+    cluster.touch_infra(DEV, "v1beta2", "zz-sentinel", 3).await?;
+    let touched = cluster.infra(DEV, "v1beta2").get("zz-sentinel").await?;
+    controllers
+        .machines
+        .wait_for(WAIT, |c| {
+            c.objects.name == "zz-sentinel"
+                && c.objects
+                    .infra
+                    .as_ref()
+                    .is_some_and(|i| i.resource_version() == touched.resource_version())
+        })
+        .await?;
+
+    let after: Vec<String> = controllers.observer.reconciles()[settled..]
+        .iter()
+        .filter(|r| r.name.starts_with("still-"))
+        .map(|r| format!("{} {}", r.controller, r.name))
+        .collect();
+    assert!(
+        after.is_empty(),
+        "unchanged objects reconciled after the relist: {after:?}"
+    );
+    for i in 0..PAIRS {
+        assert_eq!(controllers.machines.calls_for(&name(i)).len(), 1, "{}", name(i));
+    }
+    controllers.stop().await
+}
