@@ -375,6 +375,15 @@ fn synchronized<M: MapiObject>(object: &M) -> bool {
         && sync_core::toolkit::status::synchronized_generation(object) == object.meta().generation
 }
 
+/// Until every MAPI Machine and MachineSet of `fleet` is Synchronized=True (at most `bound`).
+async fn fleet_synchronized(client: &Client, fleet: Fleet, bound: Duration) -> Result<(), BenchError> {
+    let (machines, sets) = tokio::join!(
+        all_synchronized::<mapi::Machine>(client, fleet.machines, bound),
+        all_synchronized::<mapi::MachineSet>(client, fleet.machine_sets, bound),
+    );
+    machines.and(sets)
+}
+
 /// Watches MAPI `K`s until `expected` of them are synchronized (at most `bound`).
 async fn all_synchronized<K>(client: &Client, expected: usize, bound: Duration) -> Result<(), BenchError>
 where
@@ -657,13 +666,7 @@ pub async fn converged_env(fleet: Fleet) -> Result<TestEnv, BenchError> {
     let env = start_env().await?;
     fill_mapi(&env.client(), fleet).await?;
     let controllers = Controllers::start(&env.kubeconfig(), 0)?;
-    let client = env.client();
-    let (machines, sets) = tokio::join!(
-        all_synchronized::<mapi::Machine>(&client, fleet.machines, bound),
-        all_synchronized::<mapi::MachineSet>(&client, fleet.machine_sets, bound),
-    );
-    machines?;
-    sets?;
+    fleet_synchronized(&env.client(), fleet, bound).await?;
     controllers.quiet(0, bound).await?;
     controllers.stop().await?;
     Ok(env)
@@ -692,13 +695,7 @@ pub async fn run(
     // Converge.
     let kubeconfig = env.kubeconfig();
     let controllers = Controllers::start(&kubeconfig, 0)?;
-    let observer_client = env.client();
-    let (machines, sets) = tokio::join!(
-        all_synchronized::<mapi::Machine>(&observer_client, fleet.machines, bound),
-        all_synchronized::<mapi::MachineSet>(&observer_client, fleet.machine_sets, bound),
-    );
-    machines?;
-    sets?;
+    fleet_synchronized(&env.client(), fleet, bound).await?;
     let converged_ms = ms(controllers.started().elapsed());
     let converge_quiet = controllers.quiet(0, bound).await?;
     let converge_cpu_ms = ms(controllers.cpu());
