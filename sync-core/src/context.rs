@@ -139,13 +139,7 @@ impl<P: SyncPair> SyncContext<P> {
         if let Some(object) = objects.infra.as_ref().filter(|o| o.is_whole()) {
             return Ok(Some(Arc::new(object.to_dynamic())));
         }
-        tracker
-            .get(
-                &reference.group_kind(),
-                reference.version.as_deref(),
-                &reference.name,
-            )
-            .await
+        tracker.get(reference).await
     }
 
     /// Publishes a Warning Event about `object`; a failure to publish is logged, not

@@ -9,7 +9,7 @@ use e2e::{Cluster, Controllers, INFRA_GROUP, TestResult, WAIT, infra_crd, init_l
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sync_core::api::{GroupKind, MACHINESET_LABEL, mapi};
+use sync_core::api::{GroupKind, InfraRef, MACHINESET_LABEL, mapi};
 use sync_core::infra::WatchStatus;
 use sync_core::observe::{Outcome, SkipReason};
 use sync_core::testing::Hook;
@@ -52,6 +52,17 @@ async fn reconciled(controllers: &Controllers, controller: &str, name: &str, out
         })
         .await?;
     Ok(())
+}
+
+/// A reference to the infrastructure object `name` of `kind` in the test group, version
+/// left to resolve.
+fn infra_ref(kind: &str, name: &str) -> InfraRef {
+    InfraRef {
+        group: INFRA_GROUP.into(),
+        version: None,
+        kind: kind.into(),
+        name: name.into(),
+    }
 }
 
 fn skipped(reason: SkipReason) -> Outcome {
@@ -972,13 +983,9 @@ async fn s19_infrastructure_objects_are_read_from_the_cache_once_listed() -> Tes
     let fetched = call.objects.infra.as_ref().ok_or("no infrastructure object")?;
     assert_eq!(fetched.to_dynamic().data["spec"], json!({ "generation": 0 }));
 
-    let dev = GroupKind {
-        group: INFRA_GROUP.into(),
-        kind: DEV.into(),
-    };
     let cached = controllers
         .tracker
-        .get(&dev, None, "infra")
+        .get(&infra_ref(DEV, "infra"))
         .await?
         .ok_or("the cached object is missing")?;
     assert_eq!(cached.name_any(), "infra");
@@ -986,18 +993,14 @@ async fn s19_infrastructure_objects_are_read_from_the_cache_once_listed() -> Tes
     assert!(
         controllers
             .tracker
-            .get(&dev, None, "never-created")
+            .get(&infra_ref(DEV, "never-created"))
             .await?
             .is_none()
     );
 
     // No CAPI object references AWSMachines: no cache can tell, so the read goes to
     // the API server (refused here) instead of answering "absent".
-    let aws = GroupKind {
-        group: INFRA_GROUP.into(),
-        kind: AWS.into(),
-    };
-    let unwatched = controllers.tracker.get(&aws, None, "unwatched").await;
+    let unwatched = controllers.tracker.get(&infra_ref(AWS, "unwatched")).await;
     let message = format!("{:?}", unwatched.err());
     assert!(
         message.contains("cannot get resource \\\"awsmachines\\\""),

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject};
-use sync_core::api::GroupKind;
+use sync_core::api::{AsInfraRef, InfraRef};
 use sync_core::infra::InfraTracker;
 use sync_core::{HookError, SyncContext, SyncPair};
 
@@ -14,8 +15,10 @@ pub async fn api<P: SyncPair>(
     ctx: &SyncContext<P>,
     object: &DynamicObject,
 ) -> Result<(Api<DynamicObject>, ApiResource), HookError> {
-    let (group_kind, version) = kind_of(object)?;
-    Ok(tracker(ctx)?.api(&group_kind, Some(version)).await?)
+    let reference = reference_to(object)?;
+    Ok(tracker(ctx)?
+        .api(&reference.group_kind(), reference.version.as_deref())
+        .await?)
 }
 
 /// The live object `desired` names: from the infrastructure cache once its kind has
@@ -24,29 +27,22 @@ pub async fn live<P: SyncPair>(
     ctx: &SyncContext<P>,
     desired: &DynamicObject,
 ) -> Result<Option<Arc<DynamicObject>>, HookError> {
-    let (group_kind, version) = kind_of(desired)?;
-    Ok(tracker(ctx)?
-        .get(&group_kind, Some(version), &desired.name_any())
-        .await?)
+    Ok(tracker(ctx)?.get(&reference_to(desired)?).await?)
 }
 
-/// The group, kind and version `object`'s `apiVersion` and `kind` name.
-fn kind_of(object: &DynamicObject) -> Result<(GroupKind, &str), HookError> {
-    let types = object.types.as_ref().ok_or_else(|| {
-        format!(
-            "infrastructure object {} without apiVersion/kind",
-            object.name_any()
-        )
-    })?;
-    let (group, version) = types
-        .api_version
-        .split_once('/')
-        .unwrap_or(("", &types.api_version));
-    let group_kind = GroupKind {
-        group: group.to_owned(),
-        kind: types.kind.clone(),
+/// `object` as an infrastructure reference: its `apiVersion`, `kind` and name, read as a
+/// CAPI object's v1beta1-style reference is.
+fn reference_to(object: &DynamicObject) -> Result<InfraRef, HookError> {
+    let types = object.types.as_ref();
+    let reference = ObjectReference {
+        api_version: types.map(|t| t.api_version.clone()),
+        kind: types.map(|t| t.kind.clone()),
+        name: Some(object.name_any()),
+        ..ObjectReference::default()
     };
-    Ok((group_kind, version))
+    reference
+        .as_infra_ref()?
+        .ok_or_else(|| "infrastructure object without apiVersion, kind or name".into())
 }
 
 fn tracker<P: SyncPair>(ctx: &SyncContext<P>) -> Result<&InfraTracker, HookError> {

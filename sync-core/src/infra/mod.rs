@@ -336,27 +336,20 @@ impl InfraTracker {
         }
     }
 
-    /// The whole object `name` of `group_kind`: from the cache when it can tell, else
-    /// from the API server (`version`: the version to prefer when the kind must be
+    /// The whole object `reference` names: from the cache when it can tell, else from the
+    /// API server (the reference's version, if any, is preferred when the kind must be
     /// resolved). A cache that has not listed yet never hides an existing object.
-    pub async fn get(
-        &self,
-        group_kind: &GroupKind,
-        version: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
-        match self.lookup(group_kind, name, false) {
+    pub async fn get(&self, reference: &InfraRef) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
+        let group_kind = reference.group_kind();
+        match self.lookup(&group_kind, &reference.name, false) {
             Lookup::Cached(object) => return Ok(Some(Arc::new(object.to_dynamic()))),
             Lookup::Absent => return Ok(None),
             Lookup::Unknown => {}
         }
-        let (api, _) = self.api(group_kind, version).await?;
-        match api.get_opt(name).await {
+        let (api, _) = self.api(&group_kind, reference.version.as_deref()).await?;
+        match api.get_opt(&reference.name).await {
             Ok(object) => Ok(object.map(Arc::new)),
-            Err(source) => Err(ResolveError::Api {
-                group_kind: group_kind.clone(),
-                source,
-            }),
+            Err(source) => Err(ResolveError::Api { group_kind, source }),
         }
     }
 
