@@ -7,12 +7,12 @@ use controllers::machine::MachineSync;
 use controllers::machine_set::MachineSetSync;
 use e2e::{Cluster, Controllers, INFRA_GROUP, TestResult, WAIT, infra_crd, init_logging};
 use kube::ResourceExt;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 use sync_core::api::{GroupKind, InfraRef, MACHINESET_LABEL, mapi};
 use sync_core::infra::WatchStatus;
 use sync_core::observe::{Outcome, SkipReason};
-use sync_core::testing::Hook;
+use sync_core::testing::{Hook, HookCall, RecordingHooks};
 use sync_core::{Direction, Namespaces, SyncPair};
 
 const MACHINES: &str = <MachineSync as SyncPair>::NAME;
@@ -63,6 +63,28 @@ fn infra_ref(kind: &str, name: &str) -> InfraRef {
         kind: kind.into(),
         name: name.into(),
     }
+}
+
+/// Whether `call` saw `infra` at its current resourceVersion.
+fn saw<P: SyncPair>(call: &HookCall<P>, infra: &DynamicObject) -> bool {
+    call.objects
+        .infra
+        .as_ref()
+        .is_some_and(|i| i.resource_version() == infra.resource_version())
+}
+
+/// Changes the infrastructure object `name` of `kind` and waits for the first call of
+/// `hooks` that saw the change.
+async fn touch_and_wait<P: SyncPair>(
+    cluster: &Cluster,
+    hooks: &RecordingHooks<P>,
+    kind: &str,
+    name: &str,
+    generation: u64,
+) -> TestResult<HookCall<P>> {
+    cluster.touch_infra(kind, "v1beta2", name, generation).await?;
+    let changed = cluster.infra(kind, "v1beta2").get(name).await?;
+    Ok(hooks.wait_for(WAIT, |c| saw(c, &changed)).await?)
 }
 
 fn skipped(reason: SkipReason) -> Outcome {
@@ -475,35 +497,20 @@ async fn s11_infrastructure_changes_reconcile_the_right_pairs() -> TestResult {
         (AWS, "aws-infra", "aws-machine"),
     ] {
         let before = controllers.machines.calls().len();
-        cluster.touch_infra(kind, "v1beta2", name, 1).await?;
-        let changed = cluster.infra(kind, "v1beta2").get(name).await?;
-        let call = controllers
-            .machines
-            .wait_for(WAIT, |c| {
-                c.objects
-                    .infra
-                    .as_ref()
-                    .is_some_and(|i| i.resource_version() == changed.resource_version())
-            })
-            .await?;
+        let call = touch_and_wait(&cluster, &controllers.machines, kind, name, 1).await?;
         assert_eq!(call.objects.name, machine);
         let after: Vec<_> = controllers.machines.calls().into_iter().skip(before).collect();
         assert!(after.iter().all(|c| c.objects.name == machine), "{after:?}");
     }
 
-    cluster
-        .touch_infra(AWS_TEMPLATE, "v1beta2", "aws-template", 1)
-        .await?;
-    let changed = cluster.infra(AWS_TEMPLATE, "v1beta2").get("aws-template").await?;
-    let call = controllers
-        .machine_sets
-        .wait_for(WAIT, |c| {
-            c.objects
-                .infra
-                .as_ref()
-                .is_some_and(|i| i.resource_version() == changed.resource_version())
-        })
-        .await?;
+    let call = touch_and_wait(
+        &cluster,
+        &controllers.machine_sets,
+        AWS_TEMPLATE,
+        "aws-template",
+        1,
+    )
+    .await?;
     assert_eq!(call.objects.name, "set");
 
     // The whole object is one call away.
@@ -683,13 +690,7 @@ async fn s15_dropped_and_expired_watches_lose_no_reconcile() -> TestResult {
     let touched = cluster.infra(DEV, "v1beta2").get("infra").await?;
     controllers
         .machines
-        .wait_for(WAIT, |c| {
-            c.objects.name == "kept"
-                && c.objects
-                    .infra
-                    .as_ref()
-                    .is_some_and(|i| i.resource_version() == touched.resource_version())
-        })
+        .wait_for(WAIT, |c| c.objects.name == "kept" && saw(c, &touched))
         .await?;
     controllers
         .machines
@@ -1062,18 +1063,8 @@ async fn s20_a_relist_of_unchanged_objects_reconciles_nothing() -> TestResult {
         .await?;
     // One more change through the queue: whatever the relists queued before it has been
     // taken by a worker once its call came.
-    cluster.touch_infra(DEV, "v1beta2", "zz-sentinel", 3).await?;
-    let touched = cluster.infra(DEV, "v1beta2").get("zz-sentinel").await?;
-    controllers
-        .machines
-        .wait_for(WAIT, |c| {
-            c.objects.name == "zz-sentinel"
-                && c.objects
-                    .infra
-                    .as_ref()
-                    .is_some_and(|i| i.resource_version() == touched.resource_version())
-        })
-        .await?;
+    let call = touch_and_wait(&cluster, &controllers.machines, DEV, "zz-sentinel", 3).await?;
+    assert_eq!(call.objects.name, "zz-sentinel");
 
     let after: Vec<String> = controllers.observer.reconciles()[settled..]
         .iter()
