@@ -340,16 +340,10 @@ impl InfraTracker {
     /// API server (the reference's version, if any, is preferred when the kind must be
     /// resolved). A cache that has not listed yet never hides an existing object.
     pub async fn get(&self, reference: &InfraRef) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
-        let group_kind = reference.group_kind();
-        match self.lookup(&group_kind, &reference.name, false) {
-            Lookup::Cached(object) => return Ok(Some(Arc::new(object.to_dynamic()))),
-            Lookup::Absent => return Ok(None),
-            Lookup::Unknown => {}
-        }
-        let (api, _) = self.api(&group_kind, reference.version.as_deref()).await?;
-        match api.get_opt(&reference.name).await {
-            Ok(object) => Ok(object.map(Arc::new)),
-            Err(source) => Err(ResolveError::Api { group_kind, source }),
+        match self.lookup(&reference.group_kind(), &reference.name, false) {
+            Lookup::Cached(object) => Ok(Some(Arc::new(object.to_dynamic()))),
+            Lookup::Absent => Ok(None),
+            Lookup::Unknown => Ok(self.fetch(reference).await?.map(Arc::new)),
         }
     }
 
