@@ -65,6 +65,15 @@ fn infra_ref(kind: &str, name: &str) -> InfraRef {
     }
 }
 
+/// A MachineAPI-authoritative Machine pair `name` and the infrastructure object of `kind`
+/// its CAPI side references, of the same name.
+async fn create_pair(cluster: &Cluster, kind: &str, name: &str) -> TestResult {
+    cluster.create_infra(kind, "v1beta2", name, &[]).await?;
+    cluster.create_mapi_machine(name, Some("MachineAPI")).await?;
+    cluster.create_capi_machine(name, (kind, name), None).await?;
+    Ok(())
+}
+
 /// Whether `call` saw `infra` at its current resourceVersion.
 fn saw<P: SyncPair>(call: &HookCall<P>, infra: &DynamicObject) -> bool {
     call.objects
@@ -881,11 +890,7 @@ async fn s18_a_cold_start_reconciles_each_pair_once_with_its_infrastructure_obje
     let name = |i: usize| format!("cold-{i:02}");
     for i in 0..PAIRS {
         let kind = [DEV, AWS][i % 2];
-        cluster.create_infra(kind, "v1beta2", &name(i), &[]).await?;
-        cluster.create_mapi_machine(&name(i), Some("MachineAPI")).await?;
-        cluster
-            .create_capi_machine(&name(i), (kind, &name(i)), None)
-            .await?;
+        create_pair(&cluster, kind, &name(i)).await?;
     }
     cluster
         .create_infra(
@@ -916,13 +921,7 @@ async fn s18_a_cold_start_reconciles_each_pair_once_with_its_infrastructure_obje
     // A later change goes through the same trigger path as the lists' events (the
     // tracker's channel, then the queue): once its call came, nothing from the start is
     // still on its way.
-    cluster.create_infra(DEV, "v1beta2", "sentinel", &[]).await?;
-    cluster
-        .create_mapi_machine("sentinel", Some("MachineAPI"))
-        .await?;
-    cluster
-        .create_capi_machine("sentinel", (DEV, "sentinel"), None)
-        .await?;
+    create_pair(&cluster, DEV, "sentinel").await?;
     controllers
         .machines
         .wait_for(WAIT, |c| {
@@ -1027,11 +1026,7 @@ async fn s20_a_relist_of_unchanged_objects_reconciles_nothing() -> TestResult {
     const PAIRS: usize = 8;
     let name = |i: usize| format!("still-{i}");
     for i in 0..PAIRS {
-        cluster.create_infra(DEV, "v1beta2", &name(i), &[]).await?;
-        cluster.create_mapi_machine(&name(i), Some("MachineAPI")).await?;
-        cluster
-            .create_capi_machine(&name(i), (DEV, &name(i)), None)
-            .await?;
+        create_pair(&cluster, DEV, &name(i)).await?;
     }
     let controllers = Controllers::start(&cluster).await?;
     for i in 0..PAIRS {
@@ -1045,13 +1040,7 @@ async fn s20_a_relist_of_unchanged_objects_reconciles_nothing() -> TestResult {
     // Every watch expires (410: each lists again); then a new pair appears. Its call
     // with all three objects cached means every cache has swapped its relist in.
     env.faults().expire_watches();
-    cluster.create_infra(DEV, "v1beta2", "zz-sentinel", &[]).await?;
-    cluster
-        .create_mapi_machine("zz-sentinel", Some("MachineAPI"))
-        .await?;
-    cluster
-        .create_capi_machine("zz-sentinel", (DEV, "zz-sentinel"), None)
-        .await?;
+    create_pair(&cluster, DEV, "zz-sentinel").await?;
     controllers
         .machines
         .wait_for(WAIT, |c| {
