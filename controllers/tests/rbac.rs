@@ -59,6 +59,9 @@ fn rbac() -> Vec<Value> {
 ///   a platform without a conversion only: `an_unsupported_platform_is_reported_and_left_alone`;
 /// * `get` on infrastructure kinds serves `SyncContext::infra_object` (tests/tests/sync.rs
 ///   `s17_reading_a_whole_infrastructure_object_needs_get`);
+/// * `get` on CAPI MachineSets reads a Machine's owner the MachineSet controller's cache
+///   has not seen yet, which this scenario meets or not depending on which list comes
+///   first: `an_owner_set_the_cache_has_not_seen_is_read_with_get` below;
 /// * this scenario deletes nothing and runs no providers, so tests/tests/real_sync.rs proves
 ///   the rest: `delete` of CAPI Machines and of MAPI Machines (the two Machine deletion
 ///   scenarios), of CAPI and MAPI MachineSets and of InfraMachines and their templates
@@ -77,12 +80,23 @@ fn proven_elsewhere(docs: &[Value], (d, r, verb): &Grant) -> bool {
     // The Event about an unsupported platform: its own test below.
     let unsupported_platform_event = namespace == "default" && group == "events.k8s.io";
     (verb == "get" && group == "infrastructure.cluster.x-k8s.io")
+        || is_capi_set_get(&docs[*d], rule, verb)
         || unsupported_platform_event
         || deletes_the_pair
         || (group == "cluster.x-k8s.io"
             && namespace == "openshift-cluster-api"
             && verb == "patch"
             && resource == "machines/status")
+}
+
+/// `get` on CAPI MachineSets in the CAPI namespace.
+fn is_capi_set_get(doc: &Value, rule: &Value, verb: &str) -> bool {
+    verb == "get"
+        && doc["metadata"]["namespace"] == CAPI_NS
+        && rule["apiGroups"][0] == "cluster.x-k8s.io"
+        && rule["resources"]
+            .as_array()
+            .is_some_and(|resources| resources.iter().any(|r| r == "machinesets"))
 }
 
 /// One verb of one rule: (document, rule, verb).
@@ -551,4 +565,69 @@ async fn unsupported_platform(rbac: &[Value]) -> Run {
         holder: None,
         instances: Vec::new(),
     }
+}
+
+/// The owner of a mirrored Machine is read from the MachineSet controller's cache; a set
+/// the cache has not seen yet (its list still running, or its watch behind) is read with
+/// `get` rather than taken as missing. As the operator's ServiceAccount, deploy/'s rule on
+/// CAPI MachineSets allows that read, and without its `get` the read is Forbidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_set_the_cache_has_not_seen_is_read_with_get() -> Result<(), Box<dyn std::error::Error>> {
+    let docs = rbac();
+    let env = TestEnv::builder()
+        .crd_dir(deploy_dir().join("crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .namespace(SA_NS)
+        .service_account(SA_NS, SA)
+        .start()
+        .await?;
+    let admin = env.client();
+    apply(
+        &admin,
+        &json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+                "metadata": {"name": "workers", "namespace": CAPI_NS},
+                "spec": {"clusterName": "sample", "selector": {}, "template": {"spec": {
+                    "clusterName": "sample", "bootstrap": {"dataSecretName": "x"},
+                    "infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "AWSMachineTemplate", "name": "workers"}}}}}),
+    )
+    .await;
+    let Some(grant) = grants(&docs)
+        .into_iter()
+        .find(|(d, r, verb)| is_capi_set_get(&docs[*d], &docs[*d]["rules"][*r], verb))
+    else {
+        panic!("no rule grants get on CAPI MachineSets")
+    };
+    for object in without(&docs, &grant) {
+        apply(&admin, &object).await;
+    }
+    let client = env.client_as(&service_account_user(SA_NS, SA)).await?;
+    let (empty, _writer) = kube::runtime::reflector::store::<sync_core::api::capi::MachineSet>();
+    let sets = controllers::sync::owners::CapiSets {
+        api: Api::namespaced(client, CAPI_NS),
+        namespace: CAPI_NS.into(),
+        cache: Some(empty),
+    };
+
+    let refused = sets.get("workers").await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(status)) if status.code == 403),
+        "{refused:?}"
+    );
+    assert!(
+        env.denials()
+            .iter()
+            .any(|d| d.message.contains("cannot get resource \"machinesets\"")),
+        "{:?}",
+        env.denials()
+    );
+
+    // deploy/'s rules as they are: the same read succeeds.
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> = Api::namespaced(admin.clone(), CAPI_NS);
+    let rules = Patch::Merge(json!({"rules": docs[grant.0]["rules"]}));
+    let name = docs[grant.0]["metadata"]["name"].as_str().unwrap_or_default();
+    roles.patch(name, &PatchParams::default(), &rules).await?;
+    let read = sets.get("workers").await?;
+    assert_eq!(read.map(|set| set.name_any()), Some("workers".to_owned()));
+    Ok(())
 }
