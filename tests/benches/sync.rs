@@ -78,6 +78,12 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
     Ok(Some(parsed))
 }
 
+/// The operator binary's allocator (controllers/src/main.rs), so that the child processes
+/// measured here (`--child`) stand for it.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
