@@ -34,7 +34,7 @@ use crate::migration::MigrationHooks;
 use crate::observe::{Observer, Outcome, SkipReason};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
-use crate::reflect::{Listed, Touched, reflect};
+use crate::reflect::{Listed, Touched, reflect, reflect_previewing};
 
 /// How a controller runs.
 #[derive(Clone, Debug)]
@@ -226,7 +226,8 @@ impl<P: SyncPair> SyncController<P> {
             .as_ref()
             .filter(|_| P::INFRA_REF.is_some())
             .map(|tracker| tracker.register::<P>());
-        background.spawn(reflect(
+        let infra_handle = infra_registration.as_ref().map(|r| r.tracker());
+        background.spawn(reflect_previewing(
             "capi",
             (),
             watcher(
@@ -236,6 +237,15 @@ impl<P: SyncPair> SyncController<P> {
             .default_backoff(),
             writers.capi,
             capi_listed.clone(),
+            // The kinds a list references start their watches from its first page, and so
+            // list alongside it rather than after it; the list's report tracks the same
+            // references again, which changes nothing.
+            move |object| {
+                if let Some(infra) = &infra_handle {
+                    let name = object.meta().name.as_deref().unwrap_or_default();
+                    infra.track(name, Some(P::infra_ref(object)));
+                }
+            },
             {
                 let queue = queue.clone();
                 let owners = owners.clone();

@@ -106,8 +106,28 @@ pub async fn reflect<K>(
     what: &str,
     dyntype: K::DynamicType,
     stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
+    writer: Writer<K>,
+    listed: Listed,
+    on_touch: impl FnMut(Touched<'_, K>),
+) where
+    K: Resource + Clone + Debug + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    reflect_previewing(what, dyntype, stream, writer, listed, |_| {}, on_touch).await;
+}
+
+/// [`reflect`], also handing `preview` each valid object of a list as it arrives, before
+/// the list completes and `on_touch` reports it. For work that only gets ready and must
+/// not wait for a large list's last page: the engine starts the infrastructure watches a
+/// CAPI list references from its first page, so that they list alongside it. Nothing may
+/// be reconciled from a preview (the store does not hold the object yet).
+pub async fn reflect_previewing<K>(
+    what: &str,
+    dyntype: K::DynamicType,
+    stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
     mut writer: Writer<K>,
     listed: Listed,
+    mut preview: impl FnMut(&K),
     mut on_touch: impl FnMut(Touched<'_, K>),
 ) where
     K: Resource + Clone + Debug + 'static,
@@ -147,6 +167,7 @@ pub async fn reflect<K>(
             // objects are reported only once it holds them (a reconcile triggered earlier
             // would read the old state, and the change would never be seen).
             watcher::Event::InitApply(Lenient::Valid(object)) => {
+                preview(&object);
                 let key = reference(object.meta());
                 let unchanged = before_relist.remove(&key).is_some_and(|before| {
                     before.meta().resource_version.is_some()
@@ -212,7 +233,8 @@ pub async fn reflect<K>(
 /// A kept entry's field set is stored as its JSON text (`toolkit::owned` reads both
 /// forms): as a `serde_json::Value` tree each of its many small maps is a B-tree node of
 /// ~640 bytes, which made the sets the largest part of a cached mirror; read only when
-/// an apply is compared, they are parsed then.
+/// an apply is compared, they are parsed then. [`Lenient`] decodes them as text already
+/// (`field_sets`); a set that arrives as a tree is printed here.
 fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> watcher::Event<Lenient<K>> {
     let strip = |mut object: Lenient<K>| {
         let meta = object.meta_mut();
@@ -344,5 +366,41 @@ mod tests {
         .await;
         let expected = [("a", true, false), ("b", true, false), ("a", true, true)];
         assert_eq!(seen, expected.map(|(n, r, l)| (n.to_owned(), r, l)));
+    }
+
+    /// A list's objects are previewed as they arrive, before any is reported, and only a
+    /// list's (a watch event is reported at once).
+    #[tokio::test]
+    async fn a_list_is_previewed_before_it_is_reported() {
+        use watcher::Event::{Apply, Init, InitApply, InitDone};
+        let log = std::cell::RefCell::new(Vec::new());
+        let events = vec![
+            Init,
+            InitApply(configmap("a", "1")),
+            InitApply(configmap("b", "1")),
+            InitDone,
+            Apply(configmap("a", "2")),
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let writer = Writer::<ConfigMap>::default();
+        reflect_previewing(
+            "test",
+            (),
+            stream,
+            writer,
+            Listed::default(),
+            |object| {
+                log.borrow_mut().push(format!(
+                    "preview {}",
+                    object.metadata.name.as_deref().unwrap_or_default()
+                ))
+            },
+            |touched| log.borrow_mut().push(format!("touch {}", touched.name())),
+        )
+        .await;
+        assert_eq!(
+            log.into_inner(),
+            ["preview a", "preview b", "touch a", "touch b", "touch a"]
+        );
     }
 }
