@@ -47,12 +47,13 @@ struct MetadataOnly {
     metadata: ObjectMeta,
 }
 
-impl<'de, K: DeserializeOwned> Deserialize<'de> for Lenient<K> {
+impl<'de, K: DeserializeOwned + Resource> Deserialize<'de> for Lenient<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        // The common case decodes once, plainly; only a failure is decoded again to name
-        // the field at fault.
-        if let Ok(object) = serde_json::from_str::<K>(raw.get()) {
+        // The common case decodes once, plainly but for the field sets (kept as their text,
+        // as the caches keep them); only a failure is decoded again to name the field at
+        // fault.
+        if let Ok(object) = crate::field_sets::object::<K>(raw.get()) {
             return Ok(Self::Valid(object));
         }
         let mut decoder = serde_json::Deserializer::from_str(raw.get());

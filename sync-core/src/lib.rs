@@ -3,6 +3,7 @@ pub mod api;
 pub mod context;
 pub mod decision;
 pub mod engine;
+mod field_sets;
 pub mod hooks;
 pub mod infra;
 pub mod lenient;

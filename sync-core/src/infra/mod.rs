@@ -680,11 +680,8 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     let what = group_kind.to_string();
     let stream = match cache {
         InfraCache::Objects => {
-            let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &resource);
-            watcher(api, config)
-                .default_backoff()
-                .map_ok(|event| map_event(event, InfraObject::compact))
-                .boxed()
+            let api: Api<InfraObject> = Api::namespaced_with(client, &namespace, &resource);
+            watcher(api, config).default_backoff().boxed()
         }
         InfraCache::Metadata => {
             let api: Api<PartialObjectMeta<DynamicObject>> =
