@@ -139,7 +139,7 @@ where
     let live_value = serde_json::to_value(live)?;
     let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
     let owned = owned_by(&live_value, managed, manager, subresource);
-    Ok(comparable(owned) != comparable(body.clone()))
+    Ok(!same(&owned, body))
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
@@ -185,62 +185,104 @@ fn body<K: Resource + Serialize>(
     Ok(Value::Object(out))
 }
 
-/// A value in the form both sides are compared in: only the fields an apply owns, with
-/// nulls and empty maps dropped, and without what is never compared.
-fn comparable(value: Value) -> Value {
-    let mut value = prune(value).unwrap_or(Value::Object(Map::new()));
-    if let Some(map) = value.as_object_mut() {
-        map.remove("apiVersion");
-        map.remove("kind");
-        if let Some(Value::Object(meta)) = map.get_mut("metadata") {
-            meta.retain(|k, _| !matches!(k.as_str(), "name" | "namespace"));
-            if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
-                annotations.remove(CONVERSION_DATA_ANNOTATION);
-                if annotations.is_empty() {
-                    meta.remove("annotations");
+/// Whether two apply bodies (or owned projections) hold the same fields, ignoring what is
+/// never compared: `apiVersion`, `kind`, the name and namespace, the conversion-data
+/// annotation, nulls and empty maps and lists, and conditions' `lastTransitionTime`.
+/// Compares in place: no pruned copy of either side is built.
+fn same(a: &Value, b: &Value) -> bool {
+    equal(a, b, Ignore::Top)
+}
+
+/// Which keys of a map are not compared.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ignore {
+    /// The object: `apiVersion`, `kind`.
+    Top,
+    /// Its `metadata`: `name`, `namespace`.
+    Metadata,
+    /// `metadata.annotations`: the conversion data.
+    Annotations,
+    /// A `conditions` list: nothing, but its items are conditions.
+    Conditions,
+    /// A condition: `lastTransitionTime`.
+    Condition,
+    Nothing,
+}
+
+impl Ignore {
+    fn skips(self, key: &str) -> bool {
+        match self {
+            Self::Top => matches!(key, "apiVersion" | "kind"),
+            Self::Metadata => matches!(key, "name" | "namespace"),
+            Self::Annotations => key == CONVERSION_DATA_ANNOTATION,
+            Self::Condition => key == "lastTransitionTime",
+            Self::Conditions | Self::Nothing => false,
+        }
+    }
+
+    /// What the value of key `key` ignores.
+    fn child(self, key: &str) -> Self {
+        match (self, key) {
+            (Self::Top, "metadata") => Self::Metadata,
+            (Self::Metadata, "annotations") => Self::Annotations,
+            (_, "conditions") => Self::Conditions,
+            _ => Self::Nothing,
+        }
+    }
+
+    /// What the items of a list ignore.
+    fn item(self) -> Self {
+        if self == Self::Conditions {
+            Self::Condition
+        } else {
+            Self::Nothing
+        }
+    }
+}
+
+/// `a` and `b` are equal once nulls, empty maps and lists and ignored keys are dropped.
+fn equal(a: &Value, b: &Value, ignore: Ignore) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let pairs = |x: &Map<String, Value>, y: &Map<String, Value>| {
+                x.iter()
+                    .filter(|(k, _)| !ignore.skips(k))
+                    .all(|(k, v)| match y.get(k) {
+                        Some(w) => equal(v, w, ignore.child(k)),
+                        None => empty(v, ignore.child(k)),
+                    })
+            };
+            pairs(a, b)
+                && b.iter()
+                    .all(|(k, w)| ignore.skips(k) || a.contains_key(k) || empty(w, ignore.child(k)))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            let item = ignore.item();
+            let mut a = a.iter().filter(|v| !empty(v, item));
+            let mut b = b.iter().filter(|v| !empty(v, item));
+            loop {
+                match (a.next(), b.next()) {
+                    (None, None) => return true,
+                    (Some(v), Some(w)) if equal(v, w, item) => {}
+                    _ => return false,
                 }
             }
-            if meta.is_empty() {
-                map.remove("metadata");
-            }
         }
+        (a, b) if empty(a, ignore) && empty(b, ignore) => true,
+        (a, b) => a == b,
     }
-    value
 }
 
-/// Drops nulls, empty maps and lists, and conditions' `lastTransitionTime`, recursively.
-fn prune(value: Value) -> Option<Value> {
+/// Whether `value` is dropped whole: null, or a map or list of only dropped values.
+fn empty(value: &Value, ignore: Ignore) -> bool {
     match value {
-        Value::Null => None,
-        Value::Object(map) => {
-            let map: Map<String, Value> = map
-                .into_iter()
-                .filter_map(|(k, v)| {
-                    let v = if k == "conditions" {
-                        without_transition_times(v)
-                    } else {
-                        v
-                    };
-                    prune(v).map(|v| (k, v))
-                })
-                .collect();
-            (!map.is_empty()).then_some(Value::Object(map))
-        }
-        Value::Array(items) => {
-            let items: Vec<Value> = items.into_iter().filter_map(prune).collect();
-            (!items.is_empty()).then_some(Value::Array(items))
-        }
-        scalar => Some(scalar),
+        Value::Null => true,
+        Value::Object(map) => map
+            .iter()
+            .all(|(k, v)| ignore.skips(k) || empty(v, ignore.child(k))),
+        Value::Array(items) => items.iter().all(|v| empty(v, ignore.item())),
+        _ => false,
     }
-}
-
-fn without_transition_times(mut conditions: Value) -> Value {
-    for condition in conditions.as_array_mut().into_iter().flatten() {
-        if let Some(condition) = condition.as_object_mut() {
-            condition.remove("lastTransitionTime");
-        }
-    }
-    conditions
 }
 
 #[cfg(test)]
@@ -256,10 +298,103 @@ mod tests {
             "spec": {"empty": {}, "gone": null, "v": 1},
             "status": {"conditions": [{"type": "T", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
         let b = json!({"spec": {"v": 1}, "status": {"conditions": [{"type": "T", "status": "True"}]}});
-        assert_eq!(comparable(a), comparable(b));
-        assert_ne!(
-            comparable(json!({"metadata": {"labels": {"a": "1"}}})),
-            comparable(json!({"metadata": {"labels": {"a": "2"}}}))
-        );
+        assert!(same(&a, &b));
+        assert!(same(&b, &a));
+        assert!(!same(
+            &json!({"metadata": {"labels": {"a": "1"}}}),
+            &json!({"metadata": {"labels": {"a": "2"}}})
+        ));
+    }
+
+    /// The comparison as it was written first: prune both sides, then compare the trees.
+    /// `same` must agree with it everywhere.
+    fn reference(a: &Value, b: &Value) -> bool {
+        fn comparable(value: Value) -> Value {
+            let mut value = prune(value).unwrap_or(Value::Object(Map::new()));
+            if let Some(map) = value.as_object_mut() {
+                map.remove("apiVersion");
+                map.remove("kind");
+                if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+                    meta.retain(|k, _| !matches!(k.as_str(), "name" | "namespace"));
+                    if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
+                        annotations.remove(CONVERSION_DATA_ANNOTATION);
+                        if annotations.is_empty() {
+                            meta.remove("annotations");
+                        }
+                    }
+                    if meta.is_empty() {
+                        map.remove("metadata");
+                    }
+                }
+            }
+            value
+        }
+        fn prune(value: Value) -> Option<Value> {
+            match value {
+                Value::Null => None,
+                Value::Object(map) => {
+                    let map: Map<String, Value> = map
+                        .into_iter()
+                        .filter_map(|(k, mut v)| {
+                            if k == "conditions" {
+                                for c in v.as_array_mut().into_iter().flatten() {
+                                    if let Some(c) = c.as_object_mut() {
+                                        c.remove("lastTransitionTime");
+                                    }
+                                }
+                            }
+                            prune(v).map(|v| (k, v))
+                        })
+                        .collect();
+                    (!map.is_empty()).then_some(Value::Object(map))
+                }
+                Value::Array(items) => {
+                    let items: Vec<Value> = items.into_iter().filter_map(prune).collect();
+                    (!items.is_empty()).then_some(Value::Array(items))
+                }
+                scalar => Some(scalar),
+            }
+        }
+        comparable(a.clone()) == comparable(b.clone())
+    }
+
+    #[test]
+    fn the_in_place_comparison_agrees_with_pruning_both_sides() {
+        let values = [
+            json!({}),
+            json!(null),
+            json!({"apiVersion": "v", "kind": "K", "metadata": {"name": "n"}}),
+            json!({"metadata": {"annotations": {CONVERSION_DATA_ANNOTATION: "x"}}}),
+            json!({"metadata": {"annotations": {CONVERSION_DATA_ANNOTATION: "x", "a": "1"}}}),
+            json!({"metadata": {"annotations": {"a": "1"}, "labels": {}}}),
+            json!({"metadata": {"finalizers": ["f"], "namespace": "x"}}),
+            json!({"metadata": {"finalizers": ["f", null]}}),
+            json!({"metadata": {"finalizers": []}}),
+            json!({"spec": {"a": [], "b": {}, "c": null}}),
+            json!({"spec": {"a": [1, {}, 2]}}),
+            json!({"spec": {"a": [1, 2]}}),
+            json!({"spec": {"a": [2, 1]}}),
+            json!({"spec": {"a": 1}}),
+            json!({"spec": {"a": "1"}}),
+            json!({"spec": {"a": {"b": {"c": null}}}}),
+            json!({"spec": {"name": "n", "kind": "k", "lastTransitionTime": "t"}}),
+            json!({"spec": {"name": "m"}}),
+            json!({"status": {"conditions": [{"type": "T", "lastTransitionTime": "t1"}]}}),
+            json!({"status": {"conditions": [{"type": "T", "lastTransitionTime": "t2"}]}}),
+            json!({"status": {"conditions": [{"type": "T"}]}}),
+            json!({"status": {"conditions": [{"lastTransitionTime": "t"}]}}),
+            json!({"status": {"conditions": [{"type": "T", "nested": {"lastTransitionTime": "t"}}]}}),
+            json!({"status": {"conditions": []}}),
+            json!({"status": {"conditions": {"lastTransitionTime": "t"}}}),
+            json!({"status": {"conditions": [[{"lastTransitionTime": "t"}]]}}),
+            json!({"status": {"conditions": [{"type": "T", "conditions": [{"lastTransitionTime": "t"}]}]}}),
+            json!({"apiVersion": "other", "status": {"x": [[], [null]]}}),
+            json!({"metadata": {"name": "other"}, "spec": {"a": [1, 2]}}),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(same(a, b), reference(a, b), "{a} vs {b}");
+            }
+        }
     }
 }
