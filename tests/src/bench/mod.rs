@@ -724,6 +724,12 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         )
         .target(2000.0),
         Figure::lower(
+            "restart: until the first Machine reconcile (the lists)",
+            "ms",
+            real.restart_first_machine_ms,
+            None,
+        ),
+        Figure::lower(
             "restart: write requests",
             "count",
             real.restart_writes as f64,

@@ -61,6 +61,8 @@ pub struct RealSettings {
 /// One reconcile, when it finished.
 #[derive(Clone, Debug)]
 pub struct Timed {
+    /// The controller's name.
+    pub controller: &'static str,
     /// When it finished.
     pub at: Instant,
     /// Whether a hook ran (not a skip).
@@ -72,12 +74,13 @@ pub struct Timed {
 pub struct TimedObserver(Arc<Mutex<Vec<Timed>>>);
 
 impl Observer for TimedObserver {
-    fn reconciled(&self, _: &'static str, _: &str, outcome: &Outcome, _: Duration) {
+    fn reconciled(&self, controller: &'static str, _: &str, outcome: &Outcome, _: Duration) {
         let hook = !matches!(outcome, Outcome::Skipped(_));
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Timed {
+                controller,
                 at: Instant::now(),
                 hook,
             });
@@ -96,6 +99,15 @@ impl TimedObserver {
     pub fn counts(&self) -> (usize, usize) {
         let all = self.all();
         (all.len(), all.iter().filter(|t| t.hook).count())
+    }
+
+    /// When `controller`'s first reconcile finished.
+    fn first_of(&self, controller: &str) -> Option<Instant> {
+        self.all()
+            .iter()
+            .filter(|t| t.controller == controller)
+            .map(|t| t.at)
+            .min()
     }
 
     fn last(&self) -> Option<Instant> {
@@ -640,6 +652,9 @@ pub struct RealOutcome {
     pub idle_reconciles: usize,
     /// Restart: start to the last write or reconcile before [`QUIET`].
     pub restart_quiet_ms: f64,
+    /// Restart: start to the first Machine reconcile (the lists, and the workers' wait
+    /// for them).
+    pub restart_first_machine_ms: f64,
     /// Restart: CPU until quiet.
     pub restart_cpu_ms: f64,
     /// Restart: requests.
@@ -741,11 +756,18 @@ pub async fn run(
     let pairs = fleet.machines + fleet.machine_sets;
     let restart_quiet = controllers.quiet(pairs, bound).await?;
     let restart_cpu_ms = ms(controllers.cpu());
+    let restart_first_machine_ms = controllers
+        .observer
+        .first_of(<MachineSync as sync_core::SyncPair>::NAME)
+        .map_or(f64::NAN, |at| {
+            ms(at.saturating_duration_since(controllers.started()))
+        });
     let restart = controllers.requests.snapshot();
     let restart_rv_advance = env.resource_version().saturating_sub(rv);
     let (_, restart_hook_calls) = controllers.observer.counts();
     progress(&format!(
-        "  restart: quiet after {:.2} s, CPU {:.2} s, {} writes, resourceVersion +{restart_rv_advance}, {restart_hook_calls} hook calls; requests: {}",
+        "  restart: first Machine reconcile after {:.2} s, quiet after {:.2} s, CPU {:.2} s, {} writes, resourceVersion +{restart_rv_advance}, {restart_hook_calls} hook calls; requests: {}",
+        restart_first_machine_ms / 1e3,
         restart_quiet.as_secs_f64(),
         restart_cpu_ms / 1e3,
         restart.writes(),
@@ -799,6 +821,7 @@ pub async fn run(
         idle_hook_calls,
         idle_reconciles,
         restart_quiet_ms: ms(restart_quiet),
+        restart_first_machine_ms,
         restart_cpu_ms,
         restart_writes: restart.writes(),
         restart_requests: restart.to_json(),
