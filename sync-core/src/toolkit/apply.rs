@@ -244,15 +244,12 @@ impl Ignore {
 fn equal(a: &Value, b: &Value, ignore: Ignore) -> bool {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
-            let pairs = |x: &Map<String, Value>, y: &Map<String, Value>| {
-                x.iter()
-                    .filter(|(k, _)| !ignore.skips(k))
-                    .all(|(k, v)| match y.get(k) {
-                        Some(w) => equal(v, w, ignore.child(k)),
-                        None => empty(v, ignore.child(k)),
-                    })
-            };
-            pairs(a, b)
+            a.iter()
+                .filter(|(k, _)| !ignore.skips(k))
+                .all(|(k, v)| match b.get(k) {
+                    Some(w) => equal(v, w, ignore.child(k)),
+                    None => empty(v, ignore.child(k)),
+                })
                 && b.iter()
                     .all(|(k, w)| ignore.skips(k) || a.contains_key(k) || empty(w, ignore.child(k)))
         }
