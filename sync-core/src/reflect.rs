@@ -341,15 +341,10 @@ mod tests {
         );
     }
 
-    /// The first list counts as listed only once every listed object was reported (a
-    /// controller starts its workers then), though the store is ready before that.
-    #[tokio::test]
-    async fn listed_is_set_after_the_first_list_was_reported() {
+    /// A first list of "a" and "b", then a change to "a".
+    fn a_list_then_a_change() -> impl Stream<Item = Result<watcher::Event<Lenient<ConfigMap>>, watcher::Error>>
+    {
         use watcher::Event::{Apply, Init, InitApply, InitDone};
-        let writer = Writer::<ConfigMap>::default();
-        let reader = writer.as_reader();
-        let listed = Listed::default();
-        let mut seen = Vec::new();
         let events = vec![
             Init,
             InitApply(configmap("a", "1")),
@@ -357,7 +352,18 @@ mod tests {
             InitDone,
             Apply(configmap("a", "2")),
         ];
-        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        futures::stream::iter(events.into_iter().map(Ok))
+    }
+
+    /// The first list counts as listed only once every listed object was reported (a
+    /// controller starts its workers then), though the store is ready before that.
+    #[tokio::test]
+    async fn listed_is_set_after_the_first_list_was_reported() {
+        let writer = Writer::<ConfigMap>::default();
+        let reader = writer.as_reader();
+        let listed = Listed::default();
+        let mut seen = Vec::new();
+        let stream = a_list_then_a_change();
         reflect("test", (), stream, writer, listed.clone(), |touched| {
             let ready = reader.wait_until_ready().now_or_never().is_some();
             let reported = listed.wait().now_or_never().is_some();
@@ -372,16 +378,8 @@ mod tests {
     /// list's (a watch event is reported at once).
     #[tokio::test]
     async fn a_list_is_previewed_before_it_is_reported() {
-        use watcher::Event::{Apply, Init, InitApply, InitDone};
         let log = std::cell::RefCell::new(Vec::new());
-        let events = vec![
-            Init,
-            InitApply(configmap("a", "1")),
-            InitApply(configmap("b", "1")),
-            InitDone,
-            Apply(configmap("a", "2")),
-        ];
-        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let stream = a_list_then_a_change();
         let writer = Writer::<ConfigMap>::default();
         reflect_previewing(
             "test",
