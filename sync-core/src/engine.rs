@@ -18,13 +18,14 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::api::GroupKind;
+use crate::checkpoint::{Checkpoint, Ledger};
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
@@ -86,6 +87,7 @@ pub struct SyncController<P: SyncPair> {
     config: SyncConfig,
     infra: Option<InfraTracker>,
     observer: Option<Arc<dyn Observer>>,
+    checkpoint: Option<Checkpoint>,
     ready: watch::Sender<bool>,
     caches: Caches<P>,
     writers: Writers<P>,
@@ -115,6 +117,7 @@ impl<P: SyncPair> SyncController<P> {
             config,
             infra: None,
             observer: None,
+            checkpoint: None,
             ready: watch::Sender::new(false),
             caches: Caches {
                 mapi,
@@ -128,6 +131,20 @@ impl<P: SyncPair> SyncController<P> {
                 owner_mirrors: owner_writer,
             },
         }
+    }
+
+    /// Keeps a restart checkpoint ([`crate::checkpoint`]): saved when the controller stops,
+    /// loaded when it starts, so that pairs it had verified in sync and whose objects did
+    /// not change meanwhile run no hook at the restart. Sync controllers only (`run`).
+    #[must_use]
+    pub fn with_checkpoint(mut self, checkpoint: Checkpoint) -> Self {
+        self.checkpoint = Some(checkpoint);
+        self
+    }
+
+    /// The namespaces it syncs between.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.config.namespaces
     }
 
     /// Read access to the controller's caches (they fill once it runs).
@@ -156,8 +173,13 @@ impl<P: SyncPair> SyncController<P> {
     }
 
     /// Runs until `shutdown` resolves, then lets in-flight reconciles finish and returns.
-    pub async fn run<H: SyncHooks<P>>(self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
-        self.run_with(SyncDispatch(hooks), shutdown).await;
+    pub async fn run<H: SyncHooks<P>>(mut self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
+        let ledger = self.checkpoint.take().map(|c| Arc::new(Ledger::new(c)));
+        let dispatch = SyncDispatch {
+            hooks,
+            ledger: ledger.clone(),
+        };
+        self.run_with(dispatch, ledger, shutdown).await;
     }
 
     /// Runs a migration controller (`docs/design.md` §9) on the same watches, queue and
@@ -169,19 +191,30 @@ impl<P: SyncPair> SyncController<P> {
         hooks: H,
         shutdown: impl Future<Output = ()> + Send,
     ) {
-        self.run_with(MigrationDispatch(hooks), shutdown).await;
+        self.run_with(MigrationDispatch(hooks), None, shutdown).await;
     }
 
-    async fn run_with<D: Dispatch<P>>(self, hooks: D, shutdown: impl Future<Output = ()> + Send) {
+    async fn run_with<D: Dispatch<P>>(
+        self,
+        hooks: D,
+        ledger: Option<Arc<Ledger>>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) {
         let Self {
             client,
             config,
             infra,
             observer,
+            checkpoint: _,
             ready,
             caches,
             writers,
         } = self;
+        // The last run's checkpoint loads alongside the lists; the workers wait for both.
+        let loading = ledger.clone().map(|ledger| {
+            let client = client.clone();
+            tokio::spawn(async move { ledger.load::<P>(client).await })
+        });
         let namespaces = config.namespaces.clone();
         let queue = WorkQueue::new(config.backoff);
         let mut background = JoinSet::new();
@@ -333,6 +366,12 @@ impl<P: SyncPair> SyncController<P> {
                     () = stop.cancelled() => return,
                 }
             }
+            if let Some(loading) = loading {
+                tokio::select! {
+                    _ = loading => {}
+                    () = stop.cancelled() => return,
+                }
+            }
             // What the infrastructure lists triggered is queued before the workers start
             // (the names are mostly queued already, and the queue holds each once); later
             // triggers are forwarded while they run.
@@ -407,10 +446,25 @@ impl<P: SyncPair> SyncController<P> {
         // The worker loop ends once the queue is shut down and the in-flight reconciles
         // have returned.
         futures::future::join(run, stopping).await;
-        ready.send_replace(false);
+        let started = ready.send_replace(false);
         background.shutdown().await;
+        if let Some(ledger) = ledger.filter(|_| started) {
+            let mut names = names_in(&caches.mapi);
+            names.extend(names_in(&caches.capi));
+            let saving = ledger.save::<P>(ctx.client.clone(), names);
+            if tokio::time::timeout(CHECKPOINT_SAVE_TIMEOUT, saving)
+                .await
+                .is_err()
+            {
+                tracing::warn!(controller = P::NAME, "saving the restart checkpoint timed out");
+            }
+        }
     }
 }
+
+/// How long a stopping controller may take to save its checkpoint (it is only a hint for
+/// the next start; the shutdown budget has better uses).
+const CHECKPOINT_SAVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The configuration of a controller's own infrastructure tracker: the CAPI namespace and
 /// the controller's watcher settings and Event instance.
@@ -428,6 +482,14 @@ fn referenced_kinds<P: SyncPair>(capi: &Store<P::Capi>) -> HashSet<GroupKind> {
         .filter_map(|object| P::infra_ref(object).ok().flatten())
         .map(|reference| reference.group_kind())
         .collect()
+}
+
+/// The names of the objects in `store`.
+fn names_in<K: Resource + Clone + 'static>(store: &Store<K>) -> Vec<String>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().iter().map(|object| object.name_any()).collect()
 }
 
 /// Until every given watch has reported its first list.
@@ -451,12 +513,15 @@ trait Dispatch<P: SyncPair>: Send + Sync + 'static {
     ) -> impl Future<Output = (Outcome, Result<Action, HookError>)> + Send;
 }
 
-/// The sync hooks, routed by the decision table.
-struct SyncDispatch<H>(H);
+/// The sync hooks, routed by the decision table, with the restart checkpoint if kept.
+struct SyncDispatch<H> {
+    hooks: H,
+    ledger: Option<Arc<Ledger>>,
+}
 
 impl<P: SyncPair, H: SyncHooks<P>> Dispatch<P> for SyncDispatch<H> {
     async fn dispatch(&self, ctx: &SyncContext<P>, name: &str) -> (Outcome, Result<Action, HookError>) {
-        reconcile(&self.0, ctx, name).await
+        reconcile(&self.hooks, ctx, name, self.ledger.as_deref()).await
     }
 }
 
@@ -495,11 +560,14 @@ impl<P: SyncPair, H: MigrationHooks<P>> Dispatch<P> for MigrationDispatch<H> {
 
 /// Reconciles one name: fetches the pair from the caches, decides, calls the hook.
 ///
-/// A hook that panics is reported as a failure (and retried), never a dead worker.
+/// A hook that panics is reported as a failure (and retried), never a dead worker. With
+/// a `ledger`, a name's first reconcile skips the sync hook when the last run verified
+/// the pair at the same objects, and every reconcile records whether it verified it.
 pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
     hooks: &H,
     ctx: &SyncContext<P>,
     name: &str,
+    ledger: Option<&Ledger>,
 ) -> (Outcome, Result<Action, HookError>) {
     // The object's name is `object`, not `name`: JSON log formatters (tracing-subscriber's
     // among them) write the span's own name under `name`, and a second `name` key would
@@ -512,6 +580,9 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
     );
     async {
         if let Some(skip) = report_malformed(ctx, name).await {
+            if let Some(ledger) = ledger {
+                ledger.record(name, None);
+            }
             return (skip, Ok(Action::await_change()));
         }
         let objects = fetch(ctx, name);
@@ -545,7 +616,22 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
                 Some((true, *direction)),
             ),
         };
+        let fingerprint = ledger
+            .filter(|_| matches!(decision, Decision::Sync(_)))
+            .and_then(|ledger| ledger.fingerprint(&objects));
+        if let Some(ledger) = ledger
+            && ledger.restored(name, fingerprint)
+        {
+            tracing::debug!("unchanged since the last run verified it in sync");
+            return (
+                Outcome::Skipped(SkipReason::Checkpointed),
+                Ok(Action::await_change()),
+            );
+        }
         let Some((deletion, direction)) = hook else {
+            if let Some(ledger) = ledger {
+                ledger.record(name, None);
+            }
             return (outcome, Ok(Action::await_change()));
         };
         tracing::Span::current().record("direction", direction.as_str());
@@ -560,6 +646,12 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
             .catch_unwind()
             .await
             .unwrap_or_else(|_| Err("hook panicked".into()));
+        if let Some(ledger) = ledger {
+            let settled = result
+                .as_ref()
+                .is_ok_and(|action| action.requeue_after().is_none());
+            ledger.record(name, fingerprint.filter(|_| settled));
+        }
         (outcome.with_error(result.is_err()), result)
     }
     .instrument(span)
@@ -775,7 +867,7 @@ mod tests {
 
     async fn run(ctx: &SyncContext<MachinePair>, name: &str) -> (RecordingHooks<MachinePair>, Outcome) {
         let hooks = RecordingHooks::new();
-        let (outcome, result) = reconcile(&hooks, ctx, name).await;
+        let (outcome, result) = reconcile(&hooks, ctx, name, None).await;
         assert!(result.is_ok(), "{result:?}");
         (hooks, outcome)
     }
@@ -913,7 +1005,7 @@ mod tests {
             vec![],
             vec![],
         );
-        let (outcome, result) = reconcile(&Panics, &ctx, "worker-a").await;
+        let (outcome, result) = reconcile(&Panics, &ctx, "worker-a", None).await;
         assert!(result.is_err());
         assert_eq!(
             outcome,

@@ -1,5 +1,6 @@
 //! The runtime under `#[sync_controller]`.
 pub mod api;
+pub mod checkpoint;
 pub mod context;
 pub mod decision;
 pub mod engine;
@@ -17,6 +18,7 @@ mod test_fixtures;
 pub mod testing;
 pub mod toolkit;
 
+pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{

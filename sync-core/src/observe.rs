@@ -85,6 +85,9 @@ pub enum SkipReason {
     /// `status.authoritativeAPI` has a value this build does not know (a Warning Event
     /// names it).
     UnknownAuthority,
+    /// The first reconcile since a restart found the pair at the resourceVersions the last
+    /// run had verified it in sync at ([`crate::checkpoint`]).
+    Checkpointed,
 }
 
 impl SkipReason {
@@ -98,6 +101,7 @@ impl SkipReason {
             Self::Migrating => "migrating",
             Self::NoAuthority => "no_authority",
             Self::UnknownAuthority => "unknown_authority",
+            Self::Checkpointed => "checkpointed",
         }
     }
 }
