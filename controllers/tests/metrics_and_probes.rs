@@ -29,6 +29,7 @@ fn settings() -> Settings {
         probe_address: local,
         shutdown_grace: std::time::Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
+        checkpoint_namespace: None,
     }
 }
 

@@ -200,6 +200,7 @@ fn settings(leader_election: Option<LeaseSettings>) -> Settings {
         // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
         shutdown_grace: Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
+        checkpoint_namespace: Some(SA_NS.into()),
     }
 }
 

@@ -101,13 +101,17 @@ impl RealSync {
         let observer = RecordingObserver::new();
         let facts = Arc::new(ClusterFacts::from_infrastructure(infrastructure()?));
         let platform = controllers::platform::for_cluster(&facts)?;
+        // As the operator keeps them: in its own namespace, for this build and cluster.
+        let checkpoint = facts.checkpoint(crate::OPERATOR_NAMESPACE, &cluster.namespaces)?;
         let stop = CancellationToken::new();
         let machines = SyncController::<MachineSync>::new(cluster.controller_client.clone(), config.clone())
             .with_infra(tracker.clone())
-            .with_observer(Arc::new(observer.clone()));
+            .with_observer(Arc::new(observer.clone()))
+            .with_checkpoint(checkpoint.clone());
         let sets = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config.clone())
             .with_infra(tracker.clone())
-            .with_observer(Arc::new(observer.clone()));
+            .with_observer(Arc::new(observer.clone()))
+            .with_checkpoint(checkpoint);
         let mut ready = vec![machines.readiness(), sets.readiness()];
         let mut tasks = vec![
             tokio::spawn(machines.run(

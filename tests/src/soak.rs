@@ -149,6 +149,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         probe_address: None,
         shutdown_grace: Duration::from_secs(5),
         migration: controllers::migration::MigrationConfig::default(),
+        checkpoint_namespace: Some(cluster.namespaces.capi.clone()),
     }
 }
 

@@ -152,6 +152,23 @@ pub struct Cli {
     )]
     pub migration_stall_timeout: Duration,
 
+    /// Keep a restart checkpoint: each sync controller saves, when it stops, which pairs
+    /// it had verified in sync at which resourceVersions (a ConfigMap
+    /// `<controller>-checkpoint` in the leader-election namespace), and a restart runs
+    /// no hook for those that did not change meanwhile. `--restart-checkpoint=false`
+    /// reconciles every pair at each start.
+    #[arg(
+        long,
+        env = "SYNC_RESTART_CHECKPOINT",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = true,
+        action = ArgAction::Set
+    )]
+    pub restart_checkpoint: bool,
+
     /// Name of this replica: its Lease holder identity is `<name>_<random>`
     /// [default: the hostname].
     #[arg(long, env = "POD_NAME", value_name = "NAME")]

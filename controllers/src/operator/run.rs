@@ -109,6 +109,9 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// The migration controllers' settings.
     pub migration: MigrationConfig,
+    /// Where the sync controllers keep their restart checkpoints (`None`: none kept, every
+    /// pair is reconciled at each start); see [`sync_core::checkpoint`].
+    pub checkpoint_namespace: Option<String>,
 }
 
 impl Settings {
@@ -136,6 +139,7 @@ impl Settings {
             migration: MigrationConfig {
                 stall_timeout: cli.migration_stall_timeout,
             },
+            checkpoint_namespace: cli.restart_checkpoint.then(|| leader_election_namespace(cli)),
         }
     }
 }
@@ -339,6 +343,7 @@ impl Operator {
             machine_migration,
             set_migration,
             migration: settings.migration.clone(),
+            checkpoint_namespace: settings.checkpoint_namespace.clone(),
             client: client.clone(),
             metrics: metrics.clone(),
             instance: settings.replica.clone(),
@@ -431,6 +436,7 @@ struct Controllers {
     machine_migration: SyncController<MachineMigration>,
     set_migration: SyncController<MachineSetMigration>,
     migration: MigrationConfig,
+    checkpoint_namespace: Option<String>,
     client: Client,
     metrics: Arc<Metrics>,
     instance: String,
@@ -442,10 +448,22 @@ impl Controllers {
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
         let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
         match hooks {
-            Some((machine_hooks, set_hooks)) => {
+            Some((machine_hooks, set_hooks, cluster)) => {
+                let (mut machines, mut sets) = (self.machines, self.sets);
+                if let Some(namespace) = &self.checkpoint_namespace {
+                    match cluster.checkpoint(namespace, machines.namespaces()) {
+                        Ok(checkpoint) => {
+                            machines = machines.with_checkpoint(checkpoint.clone());
+                            sets = sets.with_checkpoint(checkpoint);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "no restart checkpoint: every pair is reconciled at each start")
+                        }
+                    }
+                }
                 tokio::join!(
-                    self.machines.run(machine_hooks, stop.clone().cancelled_owned()),
-                    self.sets.run(set_hooks, stop.clone().cancelled_owned()),
+                    machines.run(machine_hooks, stop.clone().cancelled_owned()),
+                    sets.run(set_hooks, stop.clone().cancelled_owned()),
                     self.machine_migration.run_migration(
                         MachineMigrationHooks::new(self.migration.clone()).with_metrics(metrics.clone()),
                         stop.clone().cancelled_owned()
@@ -470,7 +488,7 @@ impl Controllers {
 
     /// The hooks for the cluster's platform, from the `Infrastructure` object; `None` (the
     /// objects are left alone) when it cannot be read or its platform has no conversion.
-    async fn platform_hooks(&self) -> Option<(MachineHooks, MachineSetHooks)> {
+    async fn platform_hooks(&self) -> Option<(MachineHooks, MachineSetHooks, Arc<Cluster>)> {
         let cluster = match Cluster::read(&self.client).await {
             Ok(cluster) => cluster,
             Err(error) => {
@@ -515,7 +533,11 @@ impl Controllers {
         let cluster = Arc::new(cluster);
         Some((
             MachineHooks::new(platform.clone(), cluster.clone()).with_capi_sets(self.sets.caches().capi),
-            MachineSetHooks { platform, cluster },
+            MachineSetHooks {
+                platform,
+                cluster: cluster.clone(),
+            },
+            cluster,
         ))
     }
 }

@@ -3,6 +3,7 @@
 use kube::Client;
 use kube::api::Api;
 use sync_core::api::Infrastructure;
+use sync_core::{Checkpoint, Namespaces};
 
 /// What the sync needs to know about the cluster.
 #[derive(Clone, Debug)]
@@ -32,5 +33,17 @@ impl Cluster {
             platform: status.platform_type().unwrap_or_default().to_owned(),
             infrastructure,
         }
+    }
+
+    /// The sync controllers' restart checkpoint in `namespace`: valid only for this build,
+    /// these namespaces and this cluster's facts (the conversion reads them).
+    pub fn checkpoint(&self, namespace: &str, namespaces: &Namespaces) -> Result<Checkpoint, String> {
+        let build = Checkpoint::this_build()?;
+        let facts = (&self.infrastructure.spec, &self.infrastructure.status);
+        let facts = serde_json::to_string(&facts).map_err(|e| format!("the cluster's facts: {e}"))?;
+        Ok(Checkpoint::new(
+            namespace,
+            &(build, &namespaces.mapi, &namespaces.capi, facts),
+        ))
     }
 }
