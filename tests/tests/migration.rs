@@ -325,7 +325,22 @@ async fn machine_api_pair(cluster: &e2e::Cluster) -> TestResult {
     .await?;
     machine_settles(cluster, "w-1", "MachineAPI", WAIT).await?;
     mapi_paused(cluster, "w-1", false).await?;
-    Ok(())
+    // The simulated provider's last status (Running, with a node) copied to the
+    // AWSMachine: no sync write to it is still on its way when a scenario injects faults
+    // into AWSMachine writes.
+    let (mapi, infra) = (cluster.mapi_machines(), aws(cluster, "AWSMachine"));
+    eventually("the provider's final status mirrored to the AWSMachine", || {
+        let (mapi, infra) = (mapi.clone(), infra.clone());
+        async move {
+            let machine = mapi.get("w-1").await?;
+            let status = machine.status.as_ref();
+            let running = status.and_then(|s| s.phase.as_deref()) == Some("Running")
+                && status.is_some_and(|s| s.node_ref.is_some());
+            let mirrored = infra.get("w-1").await?.data["status"]["instanceState"] == "running";
+            Ok((running && mirrored).then_some(()))
+        }
+    })
+    .await
 }
 
 fn env(cluster: &e2e::Cluster) -> TestResult<&envtest::TestEnv> {
