@@ -209,14 +209,20 @@ async fn run_controllers(
         crate::real::infrastructure().map_err(|e| BenchError::Other(e.to_string()))?,
     ));
     let platform = controllers::platform::for_cluster(&facts).map_err(BenchError::Other)?;
+    // The operator's restart checkpoint (its namespace here: the CAPI one).
+    let checkpoint = facts
+        .checkpoint(&namespaces.capi, &namespaces)
+        .map_err(BenchError::Other)?;
     let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
     let observer: Arc<dyn Observer> = Arc::new(observer);
     let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
         .with_infra(tracker.clone())
-        .with_observer(observer.clone());
+        .with_observer(observer.clone())
+        .with_checkpoint(checkpoint.clone());
     let sets = SyncController::<MachineSetSync>::new(client, config)
         .with_infra(tracker)
-        .with_observer(observer);
+        .with_observer(observer)
+        .with_checkpoint(checkpoint);
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     tokio::join!(
         machines.run(
