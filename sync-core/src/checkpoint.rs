@@ -21,8 +21,8 @@
 //! hook reads beyond the pair (an owner) reaches the pair's own objects too (ownership is
 //! by uid, so the garbage collector or the owner's controller writes them).
 //!
-//! A checkpoint is only replaced by a complete one: when a run stops before it reconciled
-//! every cached name, the one it loaded stays (its claims are still true).
+//! A run that stops before it reconciled every cached name carries over the loaded
+//! fingerprints that still match those names' cached objects.
 //!
 //! [`SkipReason::Checkpointed`]: crate::SkipReason::Checkpointed
 
@@ -222,26 +222,37 @@ impl Ledger {
         state.restored = restored;
     }
 
-    /// Saves the verified fingerprints, unless some cached name (`names`) was never
-    /// reconciled (the loaded checkpoint then stays) or nothing changed since the load.
-    pub(crate) async fn save<P: SyncPair>(&self, client: Client, names: impl IntoIterator<Item = String>) {
+    /// What to save: the verified fingerprints, and those of the loaded checkpoint that
+    /// still hold for names not reconciled since the start (`unreconciled` gives the
+    /// current fingerprint of such a cached name). `None` when it would not change.
+    fn to_save<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+        mut unreconciled: impl FnMut(&str) -> Option<u64>,
+    ) -> Option<HashSet<u64>> {
+        let state = self.state();
+        let mut fingerprints: HashSet<u64> = state.verified.values().copied().collect();
+        for name in names {
+            if !state.reconciled.contains(name)
+                && let Some(fingerprint) = unreconciled(name)
+                && state.restored.contains(&fingerprint)
+            {
+                fingerprints.insert(fingerprint);
+            }
+        }
+        (state.loaded.as_ref() != Some(&fingerprints)).then_some(fingerprints)
+    }
+
+    /// Saves what [`Ledger::to_save`] selects among the cached `names`, if it changed.
+    pub(crate) async fn save<'a, P: SyncPair>(
+        &self,
+        client: Client,
+        names: impl IntoIterator<Item = &'a str>,
+        unreconciled: impl FnMut(&str) -> Option<u64>,
+    ) {
         let name = Checkpoint::name::<P>();
-        let fingerprints = {
-            let state = self.state();
-            if let Some(missing) = names.into_iter().find(|n| !state.reconciled.contains(n)) {
-                tracing::info!(
-                    controller = P::NAME,
-                    checkpoint = name,
-                    first_unreconciled = missing,
-                    "stopped before every pair was reconciled; keeping the last restart checkpoint"
-                );
-                return;
-            }
-            let verified: HashSet<u64> = state.verified.values().copied().collect();
-            if state.loaded.as_ref() == Some(&verified) {
-                return;
-            }
-            verified
+        let Some(fingerprints) = self.to_save(names, unreconciled) else {
+            return;
         };
         let config_map = encode(&name, &self.checkpoint, fingerprints);
         let api = Api::<ConfigMap>::namespaced(client, &self.checkpoint.namespace);
@@ -400,6 +411,40 @@ mod tests {
         ledger.record("a", None);
         let state = ledger.state();
         assert_eq!(state.verified, HashMap::from([("b".to_owned(), 30)]));
+    }
+
+    #[test]
+    fn a_save_keeps_what_still_holds_for_names_not_reconciled_and_skips_no_change() {
+        let ledger = Ledger::new(Checkpoint {
+            namespace: "ns".into(),
+            scope: 1,
+        });
+        {
+            let mut state = ledger.state();
+            state.restored = HashSet::from([10, 20, 30]);
+            state.loaded = Some(HashSet::from([10, 20, 30]));
+        }
+        // "a" was reconciled (verified anew), "b" and "c" not: "b" is as saved, "c" changed.
+        assert!(!ledger.restored("a", Some(11)));
+        ledger.record("a", Some(11));
+        let current = |name: &str| match name {
+            "b" => Some(20),
+            "c" => Some(31),
+            _ => None,
+        };
+        let saved = ledger.to_save(["a", "b", "c"], current);
+        assert_eq!(saved, Some(HashSet::from([11, 20])));
+        // Nothing changed since the load: nothing to write.
+        let unchanged = Ledger::new(Checkpoint {
+            namespace: "ns".into(),
+            scope: 1,
+        });
+        {
+            let mut state = unchanged.state();
+            state.restored = HashSet::from([10]);
+            state.loaded = Some(HashSet::from([10]));
+        }
+        assert_eq!(unchanged.to_save(["a"], |_| Some(10)), None);
     }
 
     #[test]

@@ -451,7 +451,9 @@ impl<P: SyncPair> SyncController<P> {
         if let Some(ledger) = ledger.filter(|_| started) {
             let mut names = names_in(&caches.mapi);
             names.extend(names_in(&caches.capi));
-            let saving = ledger.save::<P>(ctx.client.clone(), names);
+            let saving = ledger.save::<P>(ctx.client.clone(), names.iter().map(String::as_str), |name| {
+                ledger.fingerprint(&fetch(&ctx, name))
+            });
             if tokio::time::timeout(CHECKPOINT_SAVE_TIMEOUT, saving)
                 .await
                 .is_err()
