@@ -69,9 +69,16 @@ impl Checkpoint {
         }
     }
 
-    /// A hash of the running executable's bytes (read once per process): another build
-    /// may convert differently, so its checkpoints must not be trusted.
-    pub fn this_build() -> Result<u64, String> {
+    /// A hash of the running executable's bytes (read once per process, on a blocking
+    /// thread): another build may convert differently, so its checkpoints must not be
+    /// trusted.
+    pub async fn this_build() -> Result<u64, String> {
+        tokio::task::spawn_blocking(Self::hash_executable)
+            .await
+            .map_err(|e| format!("hashing the executable: {e}"))?
+    }
+
+    fn hash_executable() -> Result<u64, String> {
         static BUILD: OnceLock<Result<u64, String>> = OnceLock::new();
         BUILD
             .get_or_init(|| {
@@ -100,7 +107,8 @@ impl Checkpoint {
 }
 
 /// The fingerprint of a pair's objects under `scope`; `None` unless both sides exist
-/// (a one-sided pair's decision depends on more than its objects).
+/// (a one-sided pair's decision depends on more than its objects). `DefaultHasher` is
+/// only stable within one build, which is all a scope that hashes the build needs.
 pub fn fingerprint<P: SyncPair>(scope: u64, objects: &SyncObjects<P>) -> Option<u64> {
     let mapi = objects.mapi.as_deref()?.meta().resource_version.as_deref()?;
     let capi = objects.capi.as_deref()?.meta().resource_version.as_deref()?;
@@ -447,9 +455,10 @@ mod tests {
         assert_eq!(unchanged.to_save(["a"], |_| Some(10)), None);
     }
 
-    #[test]
-    fn this_build_is_stable_within_a_process() {
-        assert!(Checkpoint::this_build().is_ok());
-        assert_eq!(Checkpoint::this_build(), Checkpoint::this_build());
+    #[tokio::test]
+    async fn this_build_is_stable_within_a_process() {
+        let build = Checkpoint::this_build().await;
+        assert!(build.is_ok());
+        assert_eq!(build, Checkpoint::this_build().await);
     }
 }

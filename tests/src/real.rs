@@ -102,7 +102,9 @@ impl RealSync {
         let facts = Arc::new(ClusterFacts::from_infrastructure(infrastructure()?));
         let platform = controllers::platform::for_cluster(&facts)?;
         // As the operator keeps them: in its own namespace, for this build and cluster.
-        let checkpoint = facts.checkpoint(crate::OPERATOR_NAMESPACE, &cluster.namespaces)?;
+        let checkpoint = facts
+            .checkpoint(crate::OPERATOR_NAMESPACE, &cluster.namespaces)
+            .await?;
         let stop = CancellationToken::new();
         let machines = SyncController::<MachineSync>::new(cluster.controller_client.clone(), config.clone())
             .with_infra(tracker.clone())

@@ -451,7 +451,7 @@ impl Controllers {
             Some((machine_hooks, set_hooks, cluster)) => {
                 let (mut machines, mut sets) = (self.machines, self.sets);
                 if let Some(namespace) = &self.checkpoint_namespace {
-                    match cluster.checkpoint(namespace, machines.namespaces()) {
+                    match cluster.checkpoint(namespace, machines.namespaces()).await {
                         Ok(checkpoint) => {
                             machines = machines.with_checkpoint(checkpoint.clone());
                             sets = sets.with_checkpoint(checkpoint);

@@ -37,8 +37,8 @@ impl Cluster {
 
     /// The sync controllers' restart checkpoint in `namespace`: valid only for this build,
     /// these namespaces and this cluster's facts (the conversion reads them).
-    pub fn checkpoint(&self, namespace: &str, namespaces: &Namespaces) -> Result<Checkpoint, String> {
-        let build = Checkpoint::this_build()?;
+    pub async fn checkpoint(&self, namespace: &str, namespaces: &Namespaces) -> Result<Checkpoint, String> {
+        let build = Checkpoint::this_build().await?;
         let facts = (&self.infrastructure.spec, &self.infrastructure.status);
         let facts = serde_json::to_string(&facts).map_err(|e| format!("the cluster's facts: {e}"))?;
         Ok(Checkpoint::new(

@@ -212,6 +212,7 @@ async fn run_controllers(
     // The operator's restart checkpoint (its namespace here: the CAPI one).
     let checkpoint = facts
         .checkpoint(&namespaces.capi, &namespaces)
+        .await
         .map_err(BenchError::Other)?;
     let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
     let observer: Arc<dyn Observer> = Arc::new(observer);
