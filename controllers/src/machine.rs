@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::Api;
-use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use sync_core::SyncContext;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
+use sync_core::store::Store;
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{
     Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, pause, report,

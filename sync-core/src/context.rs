@@ -8,12 +8,13 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
 use crate::hooks::SyncObjects;
 use crate::infra::{InfraTracker, ResolveError};
 use crate::lenient::Malformed;
 use crate::pair::SyncPair;
+use crate::store::Store;
 
 /// The two namespaces a pair lives in.
 #[derive(Clone, Debug, PartialEq, Eq)]

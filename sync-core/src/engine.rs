@@ -15,16 +15,13 @@ use std::time::Instant;
 use futures::FutureExt;
 use kube::api::Api;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::api::GroupKind;
 use crate::checkpoint::{Checkpoint, Ledger};
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
@@ -36,6 +33,7 @@ use crate::observe::{Observer, Outcome, SkipReason};
 use crate::pair::{CapiOnly, SyncPair};
 use crate::queue::{Backoff, WorkQueue};
 use crate::reflect::{Listed, Touched, reflect, reflect_previewing};
+use crate::store::Writer;
 
 /// How a controller runs.
 #[derive(Clone, Debug)]
@@ -103,12 +101,12 @@ struct Writers<P: SyncPair> {
 impl<P: SyncPair> SyncController<P> {
     /// A controller that talks to the API server through `client`.
     pub fn new(client: Client, config: SyncConfig) -> Self {
-        let (mapi, mapi_writer) = reflector::store::<P::Mapi>();
-        let (capi, capi_writer) = reflector::store::<P::Capi>();
+        let (mapi_writer, capi_writer) = (Writer::<P::Mapi>::default(), Writer::<P::Capi>::default());
+        let (mapi, capi) = (mapi_writer.as_reader(), capi_writer.as_reader());
         let (owner_mirrors, owner_writer) = match P::CAPI_ONLY {
             CapiOnly::MirrorIfOwnerMirrored => {
-                let (reader, writer) = reflector::store::<P::OwnerMirror>();
-                (Some(reader), Some(writer))
+                let writer = Writer::<P::OwnerMirror>::default();
+                (Some(writer.as_reader()), Some(writer))
             }
             CapiOnly::Ignore => (None, None),
         };
@@ -226,7 +224,6 @@ impl<P: SyncPair> SyncController<P> {
         let malformed = caches.malformed.clone();
         background.spawn(reflect(
             "mapi",
-            (),
             watcher(
                 Api::<Lenient<P::Mapi>>::namespaced(client.clone(), &namespaces.mapi),
                 config.watcher.clone(),
@@ -260,9 +257,9 @@ impl<P: SyncPair> SyncController<P> {
             .filter(|_| P::INFRA_REF.is_some())
             .map(|tracker| tracker.register::<P>());
         let infra_handle = infra_registration.as_ref().map(|r| r.tracker());
+        let referenced = infra_registration.as_ref().map(|r| r.tracker());
         background.spawn(reflect_previewing(
             "capi",
-            (),
             watcher(
                 Api::<Lenient<P::Capi>>::namespaced(client.clone(), &namespaces.capi),
                 config.watcher.clone(),
@@ -304,7 +301,6 @@ impl<P: SyncPair> SyncController<P> {
         if let Some(writer) = writers.owner_mirrors {
             background.spawn(reflect(
                 "owner-mirror",
-                (),
                 watcher(
                     Api::<Lenient<P::OwnerMirror>>::namespaced(client.clone(), &namespaces.mapi),
                     config.watcher.clone(),
@@ -354,7 +350,7 @@ impl<P: SyncPair> SyncController<P> {
             // kind's cache has listed would reach the hook without its infrastructure
             // object, and be reconciled again once the list arrives.
             if let Some(infra) = ctx.infra.as_ref().filter(|_| P::INFRA_REF.is_some()) {
-                let kinds = referenced_kinds::<P>(&caches.capi);
+                let kinds = referenced.as_ref().map(|r| r.kinds()).unwrap_or_default();
                 tokio::select! {
                     pending = infra.listed(&kinds) => if !pending.is_empty() {
                         let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
@@ -449,8 +445,8 @@ impl<P: SyncPair> SyncController<P> {
         let started = ready.send_replace(false);
         background.shutdown().await;
         if let Some(ledger) = ledger.filter(|_| started) {
-            let mut names = names_in(&caches.mapi);
-            names.extend(names_in(&caches.capi));
+            let mut names = caches.mapi.names();
+            names.extend(caches.capi.names());
             let saving = ledger.save::<P>(ctx.client.clone(), names.iter().map(String::as_str), |name| {
                 ledger.fingerprint(&fetch(&ctx, name))
             });
@@ -475,23 +471,6 @@ fn own_infra_config(config: &SyncConfig) -> InfraConfig {
     infra.watcher = config.watcher.clone();
     infra.instance = config.instance.clone();
     infra
-}
-
-/// The infrastructure kinds the cached CAPI objects reference.
-fn referenced_kinds<P: SyncPair>(capi: &Store<P::Capi>) -> HashSet<GroupKind> {
-    capi.state()
-        .iter()
-        .filter_map(|object| P::infra_ref(object).ok().flatten())
-        .map(|reference| reference.group_kind())
-        .collect()
-}
-
-/// The names of the objects in `store`.
-fn names_in<K: Resource + Clone + 'static>(store: &Store<K>) -> Vec<String>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().iter().map(|object| object.name_any()).collect()
 }
 
 /// Until every given watch has reported its first list.
@@ -801,6 +780,7 @@ mod tests {
 
     use super::*;
     use crate::api::{capi, mapi};
+    use crate::store::Store;
     use crate::test_fixtures::{CAPI_NS, MAPI_NS, MachinePair, capi_machine, mapi_machine, mapi_machine_set};
     use crate::testing::{Hook, RecordingHooks};
 
@@ -825,10 +805,7 @@ mod tests {
         (Client::new(service, "default"), requests)
     }
 
-    fn store_of<K>(objects: Vec<K>) -> Store<K>
-    where
-        K: Resource<DynamicType = ()> + Clone + 'static,
-    {
+    fn store_of<K: Resource + serde::Serialize>(objects: Vec<K>) -> Store<K> {
         let mut writer = Writer::<K>::default();
         for object in objects {
             writer.apply_watcher_event(&Event::Apply(object));

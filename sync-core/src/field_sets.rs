@@ -75,20 +75,38 @@ fn without(text: &str, part: &RawValue) -> String {
 
 fn entries(managed: &RawValue) -> Result<Option<Vec<ManagedFieldsEntry>>, serde_json::Error> {
     let entries: Option<Vec<Entry<'_>>> = serde_json::from_str(managed.get())?;
-    Ok(entries.map(|entries| {
-        entries
-            .into_iter()
-            .map(|e| ManagedFieldsEntry {
-                api_version: e.api_version,
-                fields_type: e.fields_type,
-                fields_v1: e.fields_v1.map(|f| FieldsV1(Value::String(f.get().to_owned()))),
-                manager: e.manager,
-                operation: e.operation,
-                subresource: e.subresource,
-                time: e.time,
-            })
-            .collect()
-    }))
+    entries
+        .map(|entries| {
+            entries
+                .into_iter()
+                .map(|e| {
+                    Ok(ManagedFieldsEntry {
+                        api_version: e.api_version,
+                        fields_type: e.fields_type,
+                        fields_v1: e
+                            .fields_v1
+                            .map(set_text)
+                            .transpose()?
+                            .map(|text| FieldsV1(Value::String(text))),
+                        manager: e.manager,
+                        operation: e.operation,
+                        subresource: e.subresource,
+                        time: e.time,
+                    })
+                })
+                .collect()
+        })
+        .transpose()
+}
+
+/// A field set's text: the set as sent, or, from JSON this crate wrote (the caches', with
+/// the set already kept as text), the string's content.
+fn set_text(set: &RawValue) -> Result<String, serde_json::Error> {
+    if set.get().starts_with('"') {
+        serde_json::from_str(set.get())
+    } else {
+        Ok(set.get().to_owned())
+    }
 }
 
 #[cfg(test)]

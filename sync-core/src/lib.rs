@@ -13,6 +13,7 @@ pub mod observe;
 pub mod pair;
 pub mod queue;
 mod reflect;
+pub mod store;
 #[cfg(test)]
 mod test_fixtures;
 pub mod testing;

@@ -1,7 +1,8 @@
 //! Feeds a watcher into a reflector store and reports which objects each event touched.
 //!
 //! Unlike `touched_objects()`:
-//! * a relist reports its objects only once the store holds the relisted state, and also
+//! * a relist reports its objects only once the store holds the relisted state (the first
+//!   list, which nothing reads before it completes, as they arrive), and also
 //!   the objects it found gone: after a dropped watch or a 410
 //!   Expired the watcher lists again, and an object deleted during the gap disappears from
 //!   the store without a Delete event. Reporting it keeps "no reconcile is missed" true
@@ -12,20 +13,22 @@
 //!   out of the store (a stale valid version is dropped), and never stops the others;
 //! * `metadata.managedFields` is dropped before an object is cached, but for server-side
 //!   apply entries (what `toolkit::apply` compares with), whose field sets are kept as
-//!   their JSON text.
+//!   their JSON text;
+//! * the store is the compact one ([`crate::store`]), and an event is reported from its
+//!   own object, never read back from the store.
 
 use std::collections::HashMap;
-use std::fmt::Debug;
-use std::hash::Hash;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::lenient::{Lenient, Malformed};
+use crate::store::{Store, Writer};
 
 /// One object an event touched.
 #[derive(Debug)]
@@ -78,8 +81,8 @@ impl Listed {
 }
 
 /// An object a relist delivered, reported once the relist is complete.
-enum Relisted<K: Resource> {
-    Valid(ObjectRef<K>),
+enum Relisted<K> {
+    Valid(K),
     Malformed(Box<Malformed>),
 }
 
@@ -104,45 +107,37 @@ pub fn map_event<A, B>(event: watcher::Event<A>, f: impl FnOnce(A) -> B) -> watc
 /// Watch errors are logged and retried by the stream's own backoff.
 pub async fn reflect<K>(
     what: &str,
-    dyntype: K::DynamicType,
     stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
     writer: Writer<K>,
     listed: Listed,
     on_touch: impl FnMut(Touched<'_, K>),
 ) where
-    K: Resource + Clone + Debug + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    K: Resource + Serialize + DeserializeOwned,
 {
-    reflect_previewing(what, dyntype, stream, writer, listed, |_| {}, on_touch).await;
+    reflect_previewing(what, stream, writer, listed, |_| {}, on_touch).await;
 }
 
 /// [`reflect`], also handing `preview` each valid object of a list as it arrives, before
-/// the list completes and `on_touch` reports it. For work that only gets ready and must
+/// `on_touch` reports it (a relist's, once the relist completes). For work that only gets ready and must
 /// not wait for a large list's last page: the engine starts the infrastructure watches a
 /// CAPI list references from its first page, so that they list alongside it. Nothing may
 /// be reconciled from a preview (the store does not hold the object yet).
 pub async fn reflect_previewing<K>(
     what: &str,
-    dyntype: K::DynamicType,
     stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
     mut writer: Writer<K>,
     listed: Listed,
     mut preview: impl FnMut(&K),
     mut on_touch: impl FnMut(Touched<'_, K>),
 ) where
-    K: Resource + Clone + Debug + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    K: Resource + Serialize + DeserializeOwned,
 {
     let reader: Store<K> = writer.as_reader();
-    let reference = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        let name = meta.name.as_deref().unwrap_or_default();
-        let reference = ObjectRef::<K>::new_with(name, dyntype.clone());
-        match meta.namespace.as_deref() {
-            Some(namespace) => reference.within(namespace),
-            None => reference,
-        }
+    let key = |meta: &ObjectMeta| {
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        (namespace, meta.name.clone().unwrap_or_default())
     };
-    let mut before_relist: HashMap<ObjectRef<K>, Arc<K>> = HashMap::new();
+    let mut before_relist = HashMap::new();
     let mut relisted: Vec<Relisted<K>> = Vec::new();
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
@@ -155,69 +150,84 @@ pub async fn reflect_previewing<K>(
         };
         match without_managed_fields(event) {
             watcher::Event::Init => {
-                before_relist = reader
-                    .state()
-                    .into_iter()
-                    .map(|o| (reference(o.meta()), o))
-                    .collect();
+                before_relist = reader.snapshot();
                 writer.apply_watcher_event(&watcher::Event::Init);
             }
             // The writer keeps a relist's objects aside and swaps them in at InitDone:
             // until then the store still shows the state before the relist, so the relisted
             // objects are reported only once it holds them (a reconcile triggered earlier
-            // would read the old state, and the change would never be seen).
+            // would read the old state, and the change would never be seen); they are kept
+            // until then, as reading them back would decode them again. The first list's
+            // objects are reported as they arrive: until it completes nothing reads the
+            // store (the engine starts its workers once every first list is reported, and
+            // an infrastructure lookup answers "unknown" until its cache is ready).
             watcher::Event::InitApply(Lenient::Valid(object)) => {
                 preview(&object);
-                let key = reference(object.meta());
-                let unchanged = before_relist.remove(&key).is_some_and(|before| {
-                    before.meta().resource_version.is_some()
-                        && before.meta().resource_version == object.meta().resource_version
+                let unchanged = before_relist.remove(&key(object.meta())).is_some_and(|before| {
+                    before.resource_version().is_some()
+                        && before.resource_version() == object.meta().resource_version.as_deref()
                 });
-                writer.apply_watcher_event(&watcher::Event::InitApply(object));
-                if !unchanged {
-                    relisted.push(Relisted::Valid(key));
+                let event = watcher::Event::InitApply(object);
+                writer.apply_watcher_event(&event);
+                if let watcher::Event::InitApply(object) = event {
+                    if !reader.is_ready() {
+                        on_touch(Touched::Present(&object));
+                    } else if !unchanged {
+                        relisted.push(Relisted::Valid(object));
+                    }
                 }
             }
             watcher::Event::InitApply(Lenient::Malformed(malformed)) => {
                 // Left out of the relisted store; reported instead of gone.
-                before_relist.remove(&reference(&malformed.metadata));
-                relisted.push(Relisted::Malformed(malformed));
+                before_relist.remove(&key(&malformed.metadata));
+                if reader.is_ready() {
+                    relisted.push(Relisted::Malformed(malformed));
+                } else {
+                    on_touch(Touched::Malformed(&malformed));
+                }
             }
             watcher::Event::InitDone => {
                 writer.apply_watcher_event(&watcher::Event::InitDone);
                 for entry in std::mem::take(&mut relisted) {
                     match entry {
-                        Relisted::Valid(key) => {
-                            if let Some(object) = reader.get(&key) {
-                                on_touch(Touched::Present(&object));
-                            }
-                        }
+                        Relisted::Valid(object) => on_touch(Touched::Present(&object)),
                         Relisted::Malformed(malformed) => on_touch(Touched::Malformed(&malformed)),
                     }
                 }
                 for gone in std::mem::take(&mut before_relist).into_values() {
-                    on_touch(Touched::Gone(&gone));
+                    if let Some(gone) = reader.unpack(&gone) {
+                        on_touch(Touched::Gone(&gone));
+                    }
                 }
                 listed.set();
             }
             watcher::Event::Apply(Lenient::Valid(object)) => {
-                // Reported from the store's copy: no second deep clone per event.
-                let key = reference(object.meta());
-                writer.apply_watcher_event(&watcher::Event::Apply(object));
-                if let Some(stored) = reader.get(&key) {
-                    on_touch(Touched::Present(&stored));
+                let event = watcher::Event::Apply(object);
+                writer.apply_watcher_event(&event);
+                if let watcher::Event::Apply(object) = &event {
+                    on_touch(Touched::Present(object));
                 }
             }
             watcher::Event::Delete(Lenient::Valid(object)) => {
-                writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
-                on_touch(Touched::Gone(&object));
+                let event = watcher::Event::Delete(object);
+                writer.apply_watcher_event(&event);
+                if let watcher::Event::Delete(object) = &event {
+                    on_touch(Touched::Gone(object));
+                }
             }
             watcher::Event::Apply(Lenient::Malformed(malformed)) => {
-                drop_stale(&reader, &mut writer, &reference(&malformed.metadata));
+                // Its last valid version is stale: dropped.
+                writer.remove(
+                    malformed.metadata.namespace.as_deref(),
+                    malformed.metadata.name.as_deref().unwrap_or_default(),
+                );
                 on_touch(Touched::Malformed(&malformed));
             }
             watcher::Event::Delete(Lenient::Malformed(malformed)) => {
-                drop_stale(&reader, &mut writer, &reference(&malformed.metadata));
+                writer.remove(
+                    malformed.metadata.namespace.as_deref(),
+                    malformed.metadata.name.as_deref().unwrap_or_default(),
+                );
                 on_touch(Touched::MalformedGone(&malformed));
             }
         }
@@ -259,21 +269,10 @@ fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> wat
     }
 }
 
-/// Removes the last valid version of an object that is now malformed or gone.
-fn drop_stale<K>(reader: &Store<K>, writer: &mut Writer<K>, reference: &ObjectRef<K>)
-where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + Hash + Clone,
-{
-    if let Some(stale) = reader.get(reference) {
-        writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::ObjectMeta;
+    use kube::runtime::reflector::ObjectRef;
 
     use futures::FutureExt;
 
@@ -297,7 +296,7 @@ mod tests {
         let reader = writer.as_reader();
         let mut seen = Vec::new();
         let stream = futures::stream::iter(events.into_iter().map(Ok));
-        reflect("test", (), stream, writer, Listed::default(), |touched| {
+        reflect("test", stream, writer, Listed::default(), |touched| {
             let name = touched.name().to_owned();
             let stored = reader
                 .get(&ObjectRef::new(&name).within("ns"))
@@ -329,9 +328,10 @@ mod tests {
         assert_eq!(
             seen,
             [
-                ("a".to_owned(), Some("1".to_owned())),
-                ("b".to_owned(), Some("1".to_owned())),
-                ("c".to_owned(), Some("1".to_owned())),
+                // The first list, as it arrives: nothing reads the store before it is done.
+                ("a".to_owned(), None),
+                ("b".to_owned(), None),
+                ("c".to_owned(), None),
                 // Reported after the swap: the store already shows version 5, not 1.
                 ("a".to_owned(), Some("5".to_owned())),
                 // Gone meanwhile: reported, and no longer stored.
@@ -356,7 +356,8 @@ mod tests {
     }
 
     /// The first list counts as listed only once every listed object was reported (a
-    /// controller starts its workers then), though the store is ready before that.
+    /// controller starts its workers then), and its objects are reported as they arrive,
+    /// before the store is ready.
     #[tokio::test]
     async fn listed_is_set_after_the_first_list_was_reported() {
         let writer = Writer::<ConfigMap>::default();
@@ -364,26 +365,38 @@ mod tests {
         let listed = Listed::default();
         let mut seen = Vec::new();
         let stream = a_list_then_a_change();
-        reflect("test", (), stream, writer, listed.clone(), |touched| {
+        reflect("test", stream, writer, listed.clone(), |touched| {
             let ready = reader.wait_until_ready().now_or_never().is_some();
             let reported = listed.wait().now_or_never().is_some();
             seen.push((touched.name().to_owned(), ready, reported));
         })
         .await;
-        let expected = [("a", true, false), ("b", true, false), ("a", true, true)];
+        let expected = [("a", false, false), ("b", false, false), ("a", true, true)];
         assert_eq!(seen, expected.map(|(n, r, l)| (n.to_owned(), r, l)));
     }
 
-    /// A list's objects are previewed as they arrive, before any is reported, and only a
-    /// list's (a watch event is reported at once).
+    /// A relist's objects are previewed as they arrive, before any is reported, and only a
+    /// list's (a watch event is reported at once; the first list's objects are reported
+    /// as they arrive, each after its preview).
     #[tokio::test]
     async fn a_list_is_previewed_before_it_is_reported() {
+        use watcher::Event::{Apply, Init, InitApply, InitDone};
         let log = std::cell::RefCell::new(Vec::new());
-        let stream = a_list_then_a_change();
+        let events = vec![
+            Init,
+            InitApply(configmap("a", "1")),
+            InitApply(configmap("b", "1")),
+            InitDone,
+            Apply(configmap("a", "2")),
+            Init,
+            InitApply(configmap("a", "3")),
+            InitApply(configmap("b", "3")),
+            InitDone,
+        ];
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
         let writer = Writer::<ConfigMap>::default();
         reflect_previewing(
             "test",
-            (),
             stream,
             writer,
             Listed::default(),
@@ -398,7 +411,17 @@ mod tests {
         .await;
         assert_eq!(
             log.into_inner(),
-            ["preview a", "preview b", "touch a", "touch b", "touch a"]
+            [
+                "preview a",
+                "touch a",
+                "preview b",
+                "touch b",
+                "touch a",
+                "preview a",
+                "preview b",
+                "touch a",
+                "touch b"
+            ]
         );
     }
 }

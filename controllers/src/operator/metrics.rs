@@ -10,8 +10,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Resource;
-use kube::runtime::reflector::Store;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -21,6 +19,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
+use sync_core::store::Store;
 
 use crate::migration::{MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
@@ -255,11 +254,7 @@ impl CacheCount {
         counts
     }
 
-    fn store<K>(controller: &'static str, cache: &'static str, store: Store<K>) -> Self
-    where
-        K: Resource + Clone + 'static + Send + Sync,
-        K::DynamicType: std::hash::Hash + Eq + Clone + Send + Sync,
-    {
+    fn store<K: 'static>(controller: &'static str, cache: &'static str, store: Store<K>) -> Self {
         Self {
             controller,
             cache,

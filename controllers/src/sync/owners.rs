@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use sync_core::SyncContext;
 use sync_core::api::{capi, mapi};
 use sync_core::decision::api_group;
+use sync_core::store::Store;
 
 use super::Cluster;
 use crate::machine::MachineSync;

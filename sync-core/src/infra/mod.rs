@@ -32,8 +32,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
@@ -47,6 +46,7 @@ use crate::api::{GroupKind, InfraRef, MalformedRef};
 use crate::pair::SyncPair;
 use crate::queue::Backoff;
 use crate::reflect::{Listed, Touched, map_event, reflect};
+use crate::store::{Store, Writer};
 
 /// What the infrastructure caches keep of each object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,6 +331,10 @@ impl InfraTracker {
         }
         let key = ObjectRef::new_with(name, resource.clone()).within(&self.inner.config.namespace);
         match store.get(&key) {
+            // A metadata-only object reads back with an empty body from the cache's JSON.
+            Some(object) if self.inner.config.cache == InfraCache::Metadata => Lookup::Cached(Arc::new(
+                InfraObject::metadata_only(object.types.clone(), object.metadata.clone()),
+            )),
             Some(object) => Lookup::Cached(object),
             None => Lookup::Absent,
         }
@@ -413,6 +417,22 @@ pub struct ControllerHandle {
 }
 
 impl ControllerHandle {
+    /// The kinds this controller's CAPI objects reference now.
+    pub fn kinds(&self) -> HashSet<GroupKind> {
+        let state = self.inner.lock();
+        state
+            .controllers
+            .get(self.id)
+            .map_or_else(HashSet::new, |controller| {
+                controller
+                    .referrers
+                    .iter()
+                    .filter(|(_, by_name)| !by_name.is_empty())
+                    .map(|(group_kind, _)| group_kind.clone())
+                    .collect()
+            })
+    }
+
     /// CAPI object `capi_name` now has `reference` (`None`: the object is gone).
     pub fn track(&self, capi_name: &str, reference: Option<Result<Option<InfraRef>, MalformedRef>>) {
         let (new, malformed) = match reference {
@@ -671,7 +691,7 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     };
     let Some(strong) = inner.upgrade() else { return };
     let (client, namespace) = (strong.client.clone(), strong.config.namespace.clone());
-    let writer = Writer::new(resource.clone());
+    let writer = Writer::default();
     let listed = Listed::default();
     strong.watching(&group_kind, &resource, writer.as_reader(), listed.clone());
     let (config, cache) = (strong.config.watcher.clone(), strong.config.cache);
@@ -693,7 +713,7 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
         }
     }
     .map_ok(crate::reflect::always_valid);
-    reflect(&what, resource, stream, writer, listed, |touched| {
+    reflect(&what, stream, writer, listed, |touched| {
         let meta = match touched {
             Touched::Present(object) | Touched::Gone(object) => &object.metadata,
             Touched::Malformed(malformed) | Touched::MalformedGone(malformed) => &malformed.metadata,

@@ -16,6 +16,7 @@ use kube::Resource;
 use kube::api::{DynamicObject, ObjectMeta, TypeMeta};
 use kube::core::{ApiResource, DynamicResourceScope};
 use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
+use serde::ser::{Error as _, SerializeMap};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
@@ -114,10 +115,52 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// The object as the API server sends it (for a client that writes one back).
+/// The object as the API server sends it (for a client that writes one back, and for
+/// the caches, which keep it as JSON: `crate::store`). The body's fields are written as
+/// their text, never decoded.
 impl Serialize for InfraObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_dynamic().serialize(serializer)
+        let body: Vec<(String, &RawValue)> = match self.body.as_deref() {
+            Some(body) => {
+                serde_json::from_str::<BodyFields<'_>>(body)
+                    .map_err(S::Error::custom)?
+                    .0
+            }
+            None => Vec::new(),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(types) = &self.types {
+            map.serialize_entry("apiVersion", &types.api_version)?;
+            map.serialize_entry("kind", &types.kind)?;
+        }
+        map.serialize_entry("metadata", &self.metadata)?;
+        for (key, value) in body {
+            map.serialize_entry(&key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A body's top-level fields, in order, their values borrowed as text.
+struct BodyFields<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BodyFields<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Fields<'a> {
+            type Value = BodyFields<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object's fields")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BodyFields<'a>, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    fields.push(entry);
+                }
+                Ok(BodyFields(fields))
+            }
+        }
+        deserializer.deserialize_map(Fields(std::marker::PhantomData))
     }
 }
 
