@@ -36,6 +36,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Client, Resource};
 
+use crate::api::InfraRef;
 use crate::hooks::SyncObjects;
 use crate::pair::SyncPair;
 
@@ -110,21 +111,64 @@ impl Checkpoint {
 /// (a one-sided pair's decision depends on more than its objects). `DefaultHasher` is
 /// only stable within one build, which is all a scope that hashes the build needs.
 pub fn fingerprint<P: SyncPair>(scope: u64, objects: &SyncObjects<P>) -> Option<u64> {
-    let mapi = objects.mapi.as_deref()?.meta().resource_version.as_deref()?;
-    let capi = objects.capi.as_deref()?.meta().resource_version.as_deref()?;
-    let mut hasher = DefaultHasher::new();
-    (scope, objects.name.as_str(), mapi, capi).hash(&mut hasher);
-    match &objects.infra_ref {
-        Some(Ok(reference)) => reference.to_string().hash(&mut hasher),
-        Some(Err(_)) => "malformed".hash(&mut hasher),
-        None => "none".hash(&mut hasher),
+    let reference = match &objects.infra_ref {
+        Some(Ok(reference)) => Reference::Valid(reference),
+        Some(Err(_)) => Reference::Malformed,
+        None => Reference::None,
+    };
+    let versions = PairVersions {
+        name: &objects.name,
+        mapi: objects.mapi.as_deref()?.meta().resource_version.as_deref()?,
+        capi: objects.capi.as_deref()?.meta().resource_version.as_deref()?,
+        infra_ref: reference,
+        infra: objects
+            .infra
+            .as_deref()
+            .and_then(|infra| infra.metadata.resource_version.as_deref()),
+    };
+    Some(versions.fingerprint(scope))
+}
+
+/// What a fingerprint covers: a pair's name, and the versions of its objects as the
+/// caches hold them (read without decoding any object on a restart's first pass).
+#[derive(Clone, Copy, Debug)]
+pub struct PairVersions<'a> {
+    /// The pair's name.
+    pub name: &'a str,
+    /// The MAPI object's resourceVersion.
+    pub mapi: &'a str,
+    /// The CAPI object's resourceVersion.
+    pub capi: &'a str,
+    /// The CAPI object's infrastructure reference.
+    pub infra_ref: Reference<'a>,
+    /// The referenced object's resourceVersion, when cached.
+    pub infra: Option<&'a str>,
+}
+
+/// A CAPI object's infrastructure reference, as far as a fingerprint tells them apart.
+#[derive(Clone, Copy, Debug)]
+pub enum Reference<'a> {
+    /// None.
+    None,
+    /// One that does not parse.
+    Malformed,
+    /// This one.
+    Valid(&'a InfraRef),
+}
+
+impl PairVersions<'_> {
+    /// The fingerprint under `scope`.
+    pub fn fingerprint(&self, scope: u64) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        (scope, self.name, self.mapi, self.capi).hash(&mut hasher);
+        match self.infra_ref {
+            Reference::Valid(reference) => reference.to_string().hash(&mut hasher),
+            Reference::Malformed => "malformed".hash(&mut hasher),
+            Reference::None => "none".hash(&mut hasher),
+        }
+        self.infra.hash(&mut hasher);
+        hasher.finish()
     }
-    objects
-        .infra
-        .as_deref()
-        .and_then(|infra| infra.metadata.resource_version.as_deref())
-        .hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 /// A running controller's checkpoint: what it loaded, and what it verified since.
@@ -163,6 +207,18 @@ impl Ledger {
     /// The fingerprint of `objects` under this controller's scope.
     pub(crate) fn fingerprint<P: SyncPair>(&self, objects: &SyncObjects<P>) -> Option<u64> {
         fingerprint(self.checkpoint.scope, objects)
+    }
+
+    /// The fingerprint of `versions` under this controller's scope.
+    pub(crate) fn fingerprint_of(&self, versions: &PairVersions<'_>) -> u64 {
+        versions.fingerprint(self.checkpoint.scope)
+    }
+
+    /// Whether a reconcile of `name` would be its first while the loaded checkpoint
+    /// still has fingerprints to match (worth computing its fingerprint then).
+    pub(crate) fn restoring(&self, name: &str) -> bool {
+        let state = self.state();
+        !state.restored.is_empty() && !state.reconciled.contains(name)
     }
 
     /// Whether `name`'s first reconcile finds it as the last run verified it (then it

@@ -11,7 +11,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
 
 use crate::hooks::SyncObjects;
-use crate::infra::{InfraTracker, ResolveError};
+use crate::infra::{ControllerHandle, InfraTracker, ResolveError};
 use crate::lenient::Malformed;
 use crate::pair::SyncPair;
 use crate::store::Store;
@@ -123,6 +123,9 @@ pub struct SyncContext<P: SyncPair> {
     pub caches: Caches<P>,
     /// The shared infrastructure watches, when the controller uses them.
     pub infra: Option<InfraTracker>,
+    /// This controller's registration with them: each CAPI object's reference, known
+    /// without decoding the object.
+    pub infra_refs: Option<ControllerHandle>,
 }
 
 impl<P: SyncPair> SyncContext<P> {

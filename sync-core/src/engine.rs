@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::checkpoint::{Checkpoint, Ledger};
+use crate::checkpoint::{Checkpoint, Ledger, PairVersions, Reference};
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
@@ -335,6 +335,7 @@ impl<P: SyncPair> SyncController<P> {
             recorder,
             caches: caches.clone(),
             infra,
+            infra_refs: infra_triggers.as_ref().map(|r| r.tracker()),
         });
         let hooks = Arc::new(hooks);
 
@@ -448,7 +449,7 @@ impl<P: SyncPair> SyncController<P> {
             let mut names = caches.mapi.names();
             names.extend(caches.capi.names());
             let saving = ledger.save::<P>(ctx.client.clone(), names.iter().map(String::as_str), |name| {
-                ledger.fingerprint(&fetch(&ctx, name))
+                cached_fingerprint(&ctx, &ledger, name)
             });
             if tokio::time::timeout(CHECKPOINT_SAVE_TIMEOUT, saving)
                 .await
@@ -566,6 +567,19 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
             }
             return (skip, Ok(Action::await_change()));
         }
+        // A first reconcile compares the cached versions with the checkpoint before
+        // decoding anything: a fingerprint was saved only for a pair whose objects, at
+        // exactly these versions, decided a sync that changed nothing.
+        if let Some(ledger) = ledger
+            && ledger.restoring(name)
+            && ledger.restored(name, cached_fingerprint(ctx, ledger, name))
+        {
+            tracing::debug!("unchanged since the last run verified it in sync");
+            return (
+                Outcome::Skipped(SkipReason::Checkpointed),
+                Ok(Action::await_change()),
+            );
+        }
         let objects = fetch(ctx, name);
         let decision = decide::<P>(objects.mapi.as_deref(), objects.capi.as_deref(), |owner| {
             ctx.caches.owner_mirrored(&ctx.namespaces, owner)
@@ -600,15 +614,6 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
         let fingerprint = ledger
             .filter(|_| matches!(decision, Decision::Sync(_)))
             .and_then(|ledger| ledger.fingerprint(&objects));
-        if let Some(ledger) = ledger
-            && ledger.restored(name, fingerprint)
-        {
-            tracing::debug!("unchanged since the last run verified it in sync");
-            return (
-                Outcome::Skipped(SkipReason::Checkpointed),
-                Ok(Action::await_change()),
-            );
-        }
         let Some((deletion, direction)) = hook else {
             if let Some(ledger) = ledger {
                 ledger.record(name, None);
@@ -655,6 +660,33 @@ pub(crate) fn fetch<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> SyncObject
         infra_ref,
         infra,
     }
+}
+
+/// The fingerprint of the pair `name` as the caches hold it, from the objects' versions
+/// and the tracked infrastructure reference: no object is decoded. `None` unless both
+/// sides are cached. (A malformed reference is not tracked and reads as none: such a
+/// pair never matches its saved fingerprint, which only costs it the skip.)
+fn cached_fingerprint<P: SyncPair>(ctx: &SyncContext<P>, ledger: &Ledger, name: &str) -> Option<u64> {
+    let mapi = ctx
+        .caches
+        .mapi
+        .resource_version(Some(&ctx.namespaces.mapi), name)?;
+    let capi = ctx
+        .caches
+        .capi
+        .resource_version(Some(&ctx.namespaces.capi), name)?;
+    let reference = ctx.infra_refs.as_ref().and_then(|refs| refs.reference(name));
+    let infra = match (&ctx.infra, &reference) {
+        (Some(tracker), Some(reference)) => tracker.cached_version(reference),
+        _ => None,
+    };
+    Some(ledger.fingerprint_of(&PairVersions {
+        name,
+        mapi: &mapi,
+        capi: &capi,
+        infra_ref: reference.as_ref().map_or(Reference::None, Reference::Valid),
+        infra: infra.as_deref(),
+    }))
 }
 
 /// A name with a side that does not decode is not synced until it is fixed: the hooks
@@ -840,6 +872,7 @@ mod tests {
                 malformed: MalformedObjects::default(),
             },
             infra: None,
+            infra_refs: None,
         };
         (ctx, requests)
     }

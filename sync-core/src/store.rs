@@ -138,6 +138,15 @@ impl<K> Store<K> {
         let _ = ready.wait_for(|ready| *ready).await;
     }
 
+    /// The resourceVersion of the object `name` in `namespace` (`None`: cluster-scoped),
+    /// without decoding it.
+    pub fn resource_version(&self, namespace: Option<&str>, name: &str) -> Option<String> {
+        self.read()
+            .get(namespace.unwrap_or_default())
+            .and_then(|by_name| by_name.get(name))
+            .and_then(|packed| packed.resource_version.as_deref().map(str::to_owned))
+    }
+
     fn packed(&self, namespace: Option<&str>, name: &str) -> Option<Packed> {
         self.read()
             .get(namespace.unwrap_or_default())
@@ -161,7 +170,12 @@ impl<K> Store<K> {
 impl<K: Resource + DeserializeOwned> Store<K> {
     /// The object `key` names, decoded.
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
-        let packed = self.packed(key.namespace.as_deref(), &key.name)?;
+        self.get_named(key.namespace.as_deref(), &key.name)
+    }
+
+    /// The object `name` in `namespace` (`None`: cluster-scoped), decoded.
+    pub fn get_named(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let packed = self.packed(namespace, name)?;
         self.unpack(&packed).map(Arc::new)
     }
 

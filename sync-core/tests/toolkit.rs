@@ -423,6 +423,7 @@ async fn a_failed_sync_is_reported_on_the_mapi_object_or_else_on_the_capi_one() 
         ),
         caches: controller.caches(),
         infra: None,
+        infra_refs: None,
     };
     let objects = |name: &str, mapi: Option<mapi::Machine>, capi: Option<capi::Machine>| SyncObjects::<Pair> {
         name: name.into(),

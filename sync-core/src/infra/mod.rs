@@ -27,12 +27,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
@@ -317,20 +316,10 @@ impl InfraTracker {
         if !metadata && self.inner.config.cache == InfraCache::Metadata {
             return Lookup::Unknown;
         }
-        let state = self.inner.lock();
-        let Some(Watch {
-            store: Some(store),
-            resource: Some(resource),
-            ..
-        }) = state.watches.get(group_kind)
-        else {
+        let Some(store) = self.listed_store(group_kind) else {
             return Lookup::Unknown;
         };
-        if store.wait_until_ready().now_or_never().is_none() {
-            return Lookup::Unknown;
-        }
-        let key = ObjectRef::new_with(name, resource.clone()).within(&self.inner.config.namespace);
-        match store.get(&key) {
+        match store.get_named(Some(&self.inner.config.namespace), name) {
             // A metadata-only object reads back with an empty body from the cache's JSON.
             Some(object) if self.inner.config.cache == InfraCache::Metadata => Lookup::Cached(Arc::new(
                 InfraObject::metadata_only(object.types.clone(), object.metadata.clone()),
@@ -338,6 +327,27 @@ impl InfraTracker {
             Some(object) => Lookup::Cached(object),
             None => Lookup::Absent,
         }
+    }
+
+    /// The resourceVersion of the cached object `reference` names, without decoding it;
+    /// `None` when the cache does not hold it (or has not listed).
+    pub fn cached_version(&self, reference: &InfraRef) -> Option<String> {
+        let store = self.listed_store(&reference.group_kind())?;
+        store.resource_version(Some(&self.inner.config.namespace), &reference.name)
+    }
+
+    /// The cache of `group_kind`, once it has listed.
+    fn listed_store(&self, group_kind: &GroupKind) -> Option<Store<InfraObject>> {
+        let state = self.inner.lock();
+        let Some(Watch {
+            store: Some(store),
+            resource: Some(_),
+            ..
+        }) = state.watches.get(group_kind)
+        else {
+            return None;
+        };
+        store.is_ready().then(|| store.clone())
     }
 
     /// The whole object `reference` names: from the cache when it can tell, else from the
@@ -417,6 +427,13 @@ pub struct ControllerHandle {
 }
 
 impl ControllerHandle {
+    /// The reference the CAPI object `capi_name` had when last reported (none when it
+    /// has none, or a malformed one).
+    pub fn reference(&self, capi_name: &str) -> Option<InfraRef> {
+        let state = self.inner.lock();
+        state.controllers.get(self.id)?.refs.get(capi_name).cloned()
+    }
+
     /// The kinds this controller's CAPI objects reference now.
     pub fn kinds(&self) -> HashSet<GroupKind> {
         let state = self.inner.lock();
