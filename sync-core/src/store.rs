@@ -207,8 +207,10 @@ impl<K: Resource + DeserializeOwned> Store<K> {
 
 impl<K: Resource + Serialize> Store<K> {
     fn pack(&self, object: &K) -> Option<Packed> {
-        let json = match serde_json::to_vec(object) {
-            Ok(json) => json,
+        // Sized for a typical object: growing from serde_json's default is several copies.
+        let mut json = Vec::with_capacity(4096);
+        match serde_json::to_writer(&mut json, object) {
+            Ok(()) => {}
             Err(error) => {
                 tracing::error!(kind = std::any::type_name::<K>(), %error, "an object does not encode; not cached");
                 return None;

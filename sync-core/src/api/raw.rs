@@ -60,8 +60,10 @@ impl fmt::Debug for RawObject {
 
 impl Serialize for RawObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Through a Value, so that any serializer (JSON, YAML) writes an object.
-        self.to_value().serialize(serializer)
+        // Streamed from the text, so that any serializer (JSON, YAML) writes an object,
+        // without building a tree first (the caches serialize every object they keep).
+        let mut text = serde_json::Deserializer::from_str(&self.0);
+        serde_transcode::Transcoder::new(&mut text).serialize(serializer)
     }
 }
 
