@@ -67,10 +67,19 @@ impl Serialize for RawObject {
     }
 }
 
+/// Streamed into compact JSON text, in the input's order (an API server sends object
+/// keys sorted, as a `Value` would print them), without building a tree first: every
+/// list and every cache read decodes a Machine's providerSpec.
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Self::from_value(&value).map_err(D::Error::custom)
+        let mut text = Vec::with_capacity(1024);
+        serde_transcode::transcode(deserializer, &mut serde_json::Serializer::new(&mut text))
+            .map_err(D::Error::custom)?;
+        let text = String::from_utf8(text).map_err(D::Error::custom)?;
+        if !text.starts_with('{') {
+            return Err(D::Error::custom(format!("expected a JSON object, got {text}")));
+        }
+        Ok(Self(text.into_boxed_str()))
     }
 }
 
@@ -115,6 +124,15 @@ mod tests {
             raw.parse::<Provider>().map(|p| p.ami.id).ok().as_deref(),
             Some("ami-1")
         );
+    }
+
+    #[test]
+    fn decodes_to_compact_text_in_the_input_order() {
+        let raw: RawObject =
+            serde_json::from_str(r#"{ "b": [1, 2.5, {"d": null}], "a": "x\"y" }"#).unwrap_or_default();
+        assert_eq!(raw.as_str(), r#"{"b":[1,2.5,{"d":null}],"a":"x\"y"}"#);
+        let from_yaml: RawObject = serde_saphyr::from_str("a: 1\nb: [x]\n").unwrap_or_default();
+        assert_eq!(from_yaml.as_str(), r#"{"a":1,"b":["x"]}"#);
     }
 
     #[test]
