@@ -257,7 +257,6 @@ impl<P: SyncPair> SyncController<P> {
             .filter(|_| P::INFRA_REF.is_some())
             .map(|tracker| tracker.register::<P>());
         let infra_handle = infra_registration.as_ref().map(|r| r.tracker());
-        let referenced = infra_registration.as_ref().map(|r| r.tracker());
         background.spawn(reflect_previewing(
             "capi",
             watcher(
@@ -351,7 +350,7 @@ impl<P: SyncPair> SyncController<P> {
             // kind's cache has listed would reach the hook without its infrastructure
             // object, and be reconciled again once the list arrives.
             if let Some(infra) = ctx.infra.as_ref().filter(|_| P::INFRA_REF.is_some()) {
-                let kinds = referenced.as_ref().map(|r| r.kinds()).unwrap_or_default();
+                let kinds = ctx.infra_refs.as_ref().map(|r| r.kinds()).unwrap_or_default();
                 tokio::select! {
                     pending = infra.listed(&kinds) => if !pending.is_empty() {
                         let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();

@@ -380,20 +380,15 @@ mod tests {
     /// as they arrive, each after its preview).
     #[tokio::test]
     async fn a_list_is_previewed_before_it_is_reported() {
-        use watcher::Event::{Apply, Init, InitApply, InitDone};
+        use watcher::Event::{Init, InitApply, InitDone};
         let log = std::cell::RefCell::new(Vec::new());
-        let events = vec![
-            Init,
-            InitApply(configmap("a", "1")),
-            InitApply(configmap("b", "1")),
-            InitDone,
-            Apply(configmap("a", "2")),
+        let relist = [
             Init,
             InitApply(configmap("a", "3")),
             InitApply(configmap("b", "3")),
             InitDone,
         ];
-        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        let stream = a_list_then_a_change().chain(futures::stream::iter(relist.into_iter().map(Ok)));
         let writer = Writer::<ConfigMap>::default();
         reflect_previewing(
             "test",
