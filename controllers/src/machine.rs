@@ -24,7 +24,7 @@ use sync_core::toolkit::{
 use sync_macros::sync_controller;
 
 use crate::sync::infra;
-use crate::sync::teardown::{delete, holds};
+use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{
     CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners,
 };
@@ -182,7 +182,7 @@ impl MachineHooks {
         {
             // InfraMachine specs are immutable in practice: re-create it.
             finalizers::release_matching(&infra_api, live.as_ref(), |_| true).await?;
-            delete(&infra_api, live.as_ref()).await?;
+            delete(&infra_api, live.as_ref(), "its spec changed; re-creating it").await?;
             let message = format!("{} {} changed; re-creating it", resource.kind, live.name_any());
             let progressing = Synchronized::progressing("ProgressingToCreateCAPIInfraMachine", message);
             status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
@@ -375,12 +375,7 @@ impl MachineHooks {
             Some(infra) => Some(infra::api(ctx, infra).await?.0),
             None => None,
         };
-        if let Some(mapi) = mapi {
-            delete(&apis.mapi, mapi).await?;
-        }
-        if let Some(capi) = capi {
-            delete(&apis.capi, capi).await?;
-        }
+        delete_pair(ctx, direction, objects, &apis.mapi, &apis.capi).await?;
         match direction {
             Direction::MapiToCapi => {
                 if mapi.is_some_and(|m| holds(m, |f| f == MAPI_MACHINE_FINALIZER)) {
@@ -389,7 +384,7 @@ impl MachineHooks {
                 // The paused CAPI controllers will not: delete the mirror's InfraMachine
                 // and strip the mirror's finalizers.
                 if let (Some(infra), Some(api)) = (infra, &infra_api) {
-                    delete(api, infra).await?;
+                    delete(api, infra, "its Machine is deleted").await?;
                     finalizers::release_matching(api, infra, |f| {
                         f == SYNC_FINALIZER || f.ends_with(INFRA_FINALIZER_SUFFIX)
                     })

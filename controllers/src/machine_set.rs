@@ -21,7 +21,7 @@ use sync_macros::sync_controller;
 
 use crate::machine::{add_finalizer, set_paused, warn_conversion};
 use crate::sync::infra;
-use crate::sync::teardown::delete;
+use crate::sync::teardown::{delete, delete_pair};
 use crate::sync::{CAPI_MACHINE_SET_FINALIZER, Cluster, MACHINE_SET_LABEL, Platform, owners};
 
 /// Mirrors Machine API MachineSets and Cluster API MachineSets.
@@ -152,7 +152,7 @@ impl MachineSetHooks {
         let selector = ListParams::default().labels(&format!("{MACHINE_SET_LABEL}={}", mapi.name_any()));
         for old in templates.list(&selector).await?.items {
             if old.name_any() != template.name_any() {
-                delete(&templates, &old).await?;
+                delete(&templates, &old, "the MachineSet now uses a newer template").await?;
             }
         }
 
@@ -281,11 +281,8 @@ impl MachineSetHooks {
             }
             return Ok(Action::await_change());
         }
-        if let Some(mapi) = mapi {
-            delete(&apis.mapi, mapi).await?;
-        }
+        delete_pair(ctx, direction, objects, &apis.mapi, &apis.capi).await?;
         if let Some(capi) = capi {
-            delete(&apis.capi, capi).await?;
             // A MAPI-driven set's mirror is paused: its controller will not finish.
             let strip = |f: &str| {
                 f == SYNC_FINALIZER || (direction == Direction::MapiToCapi && f == CAPI_MACHINE_SET_FINALIZER)
@@ -298,7 +295,7 @@ impl MachineSetHooks {
             let (templates, _) = infra::api(ctx, &template).await?;
             let selector = ListParams::default().labels(&format!("{MACHINE_SET_LABEL}={}", objects.name));
             for old in templates.list(&selector).await?.items {
-                delete(&templates, &old).await?;
+                delete(&templates, &old, "the MachineSet now uses a newer template").await?;
             }
         }
         if let Some(mapi) = mapi {

@@ -43,6 +43,7 @@ pub(crate) fn annotations_to_capi(annotations: Option<&Map>) -> Map {
     let mut out = Map::new();
     for (key, value) in annotations.into_iter().flatten() {
         match key.as_str() {
+            key if describes_own_history(key) => {}
             MAPI_DELETE_MACHINE_ANNOTATION => {
                 out.insert(CAPI_DELETE_MACHINE_ANNOTATION.to_owned(), value.clone());
             }
@@ -53,6 +54,19 @@ pub(crate) fn annotations_to_capi(annotations: Option<&Map>) -> Map {
         }
     }
     out
+}
+
+/// Annotations that describe the annotated object's own history, never its mirror's:
+/// `kubectl apply`'s last applied text (a later `kubectl apply` of the mirror would merge
+/// against the other object's configuration) and CAPI's conversion data.
+const OWN_HISTORY_ANNOTATIONS: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "cluster.x-k8s.io/conversion-data",
+];
+
+/// Whether `key` is one of [`OWN_HISTORY_ANNOTATIONS`]: not copied to the mirror.
+pub(crate) fn describes_own_history(key: &str) -> bool {
+    OWN_HISTORY_ANNOTATIONS.contains(&key)
 }
 
 /// Lifecycle hooks as the annotations Cluster API reads.
@@ -119,7 +133,7 @@ pub(crate) fn annotations_to_mapi(
             pre_terminate.push(hook);
         } else if key == CAPI_DELETE_MACHINE_ANNOTATION {
             out.insert(MAPI_DELETE_MACHINE_ANNOTATION.to_owned(), value.clone());
-        } else if key != PAUSED_ANNOTATION && !is_capi_key(key) {
+        } else if key != PAUSED_ANNOTATION && !is_capi_key(key) && !describes_own_history(key) {
             out.insert(key.clone(), value.clone());
         }
     }
@@ -195,6 +209,21 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn annotations_of_the_object_s_own_history_are_never_mirrored() {
+        let annotations = map(&[
+            (
+                "kubectl.kubernetes.io/last-applied-configuration",
+                "{\"kind\":\"Machine\"}",
+            ),
+            ("cluster.x-k8s.io/conversion-data", "{}"),
+            ("team", "blue"),
+        ]);
+        assert_eq!(annotations_to_capi(Some(&annotations)), map(&[("team", "blue")]));
+        let (mapi, _) = annotations_to_mapi(Some(&annotations), &[]);
+        assert_eq!(mapi, Some(map(&[("team", "blue")])));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::DynamicObject;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
+
+use crate::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::hooks::SyncObjects;

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use futures::FutureExt;
 use kube::api::Api;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::watch;
@@ -25,6 +25,7 @@ use tracing::Instrument;
 use crate::checkpoint::{Checkpoint, Ledger, PairVersions, Reference};
 use crate::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::decision::{Decision, Skip, capi_owner_names, decide};
+use crate::events::Recorder;
 use crate::hooks::{Action, Direction, HookError, SyncHooks, SyncObjects};
 use crate::infra::{InfraConfig, InfraTracker};
 use crate::lenient::{Lenient, Malformed};
@@ -631,6 +632,7 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
             .catch_unwind()
             .await
             .unwrap_or_else(|_| Err("hook panicked".into()));
+        let result = hold_off_contest(ctx, &objects, result).await;
         if let Some(ledger) = ledger {
             let settled = result
                 .as_ref()
@@ -641,6 +643,27 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
     }
     .instrument(span)
     .await
+}
+
+/// A hook that stopped because another writer keeps undoing its writes
+/// ([`crate::toolkit::contest`]) is not a failure to retry with backoff: it is logged, a
+/// Warning Event names the other manager, and the name comes back after the hold-off.
+async fn hold_off_contest<P: SyncPair>(
+    ctx: &SyncContext<P>,
+    objects: &SyncObjects<P>,
+    result: Result<Action, HookError>,
+) -> Result<Action, HookError> {
+    let contest = match &result {
+        Err(error) => crate::toolkit::contest::find(error.as_ref()).cloned(),
+        Ok(_) => None,
+    };
+    let Some(contest) = contest else { return result };
+    tracing::warn!(error = %contest, "another writer keeps undoing the sync's writes; holding off");
+    if let Some(on) = objects.event_target() {
+        ctx.warn(&on, crate::toolkit::contest::REASON, contest.to_string())
+            .await;
+    }
+    Ok(Action::requeue(contest.retry_in))
 }
 
 /// The dual fetch: both objects from the caches, and the CAPI object's infra reference.

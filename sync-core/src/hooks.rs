@@ -139,6 +139,15 @@ impl<P: SyncPair> SyncObjects<P> {
         self.infra_ref.as_ref()?.as_ref().ok()
     }
 
+    /// The object Events about the pair go to: the MAPI object, else the CAPI one.
+    pub fn event_target(&self) -> Option<k8s_openapi::api::core::v1::ObjectReference> {
+        match (&self.mapi, &self.capi) {
+            (Some(mapi), _) => Some(mapi.object_ref(&())),
+            (None, Some(capi)) => Some(capi.object_ref(&())),
+            (None, None) => None,
+        }
+    }
+
     /// The object being deleted (`metadata.deletionTimestamp` set), MAPI first.
     pub fn deleting(&self) -> Option<Deleting<'_, P>> {
         if let Some(mapi) = self

@@ -4,6 +4,7 @@ pub mod checkpoint;
 pub mod context;
 pub mod decision;
 pub mod engine;
+pub mod events;
 mod field_sets;
 pub mod hooks;
 pub mod infra;

@@ -234,10 +234,12 @@ pub async fn reflect_previewing<K>(
     }
 }
 
-/// Drops `metadata.managedFields` entries other than server-side apply ones before an
-/// object is cached: no decision reads them, and update entries can outweigh the rest of
-/// the metadata (controller-runtime users strip them with `TransformStripManagedFields`
-/// for the same reason). Apply entries stay: `toolkit::apply` compares what a manager
+/// Drops the field sets of `metadata.managedFields` entries other than server-side apply
+/// ones before an object is cached: no decision reads them, and update entries' sets can
+/// outweigh the rest of the metadata (controller-runtime users strip them with
+/// `TransformStripManagedFields` for the same reason). Their manager, subresource and
+/// time stay: `toolkit::contest` reads who wrote over the sync last. Apply entries stay
+/// whole: `toolkit::apply` compares what a manager
 /// owns with what it would apply, so that an unchanged mirror is not written again.
 ///
 /// A kept entry's field set is stored as its JSON text (`toolkit::owned` reads both
@@ -249,14 +251,14 @@ fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> wat
     let strip = |mut object: Lenient<K>| {
         let meta = object.meta_mut();
         if let Some(entries) = meta.managed_fields.as_mut() {
-            entries.retain(|e| e.operation.as_deref() == Some("Apply"));
-            for fields in entries.iter_mut().filter_map(|e| e.fields_v1.as_mut()) {
-                if !fields.0.is_string() {
+            for entry in entries.iter_mut() {
+                if entry.operation.as_deref() != Some("Apply") {
+                    entry.fields_v1 = None;
+                } else if let Some(fields) = entry.fields_v1.as_mut()
+                    && !fields.0.is_string()
+                {
                     fields.0 = serde_json::Value::String(fields.0.to_string());
                 }
-            }
-            if entries.is_empty() {
-                meta.managed_fields = None;
             }
         }
         object

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use envtest::TestEnv;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
+use sync_core::events::Recorder;
 use sync_core::toolkit::apply::CONVERSION_DATA_ANNOTATION;
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, Release, SYNC_FINALIZER, apply, apply_over, finalizers, report};

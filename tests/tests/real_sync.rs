@@ -488,6 +488,18 @@ async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult 
     gone(&cluster.capi_machines(), "w-1").await?;
     gone(&cluster.mapi_machines(), "w-1").await?;
     assert!(aws(&cluster, "AWSMachine").get_opt("w-1").await?.is_none());
+    let events = e2e::migration::events_about(&cluster, &cluster.namespaces.mapi, "w-1").await?;
+    let deleted = events
+        .iter()
+        .find(|e| e.reason == "DeletedWithMirror")
+        .ok_or_else(|| format!("no DeletedWithMirror Event: {events:?}"))?;
+    assert_eq!(
+        deleted.note,
+        format!(
+            "the Cluster API Machine {}/w-1, which is authoritative, was deleted; deleting this Machine, its mirror",
+            cluster.namespaces.capi
+        )
+    );
     no_hook_errors(&sync, "w-1")?;
     sync.stop().await
 }
@@ -887,5 +899,177 @@ async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_
     })
     .await?;
     no_hook_errors(&sync, "w-2")?;
+    sync.stop().await
+}
+
+/// The AWSMachine's conditions (an atomic list in CAPA's CRD) are shared with the
+/// provider: the sync keeps the provider's `Paused` and sets its own by type.
+fn condition_types(infra: &kube::api::DynamicObject) -> Vec<String> {
+    infra.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["type"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, true).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    let infra = aws(&cluster, "AWSMachine");
+    let merged = eventually("the provider's Paused beside the sync's conditions", || {
+        let infra = infra.clone();
+        async move {
+            let object = infra.get("w-1").await?;
+            let types = condition_types(&object);
+            Ok((["Paused", "Ready", "InstanceReady"]
+                .iter()
+                .all(|t| types.iter().any(|have| have == t)))
+            .then_some(object))
+        }
+    })
+    .await?;
+    let paused = merged.data["status"]["conditions"]
+        .as_array()
+        .and_then(|list| list.iter().find(|c| c["type"] == "Paused").cloned())
+        .ok_or("no Paused condition")?;
+    assert_eq!(paused["status"], "True", "{paused}");
+    no_hook_errors(&sync, "w-1")?;
+    sync.stop().await
+}
+
+/// A second writer that replaces the whole list without the sync's conditions each time
+/// it sees them: the sync restores them a bounded number of times, then holds off and
+/// names the other manager in a Warning Event.
+#[tokio::test]
+async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought() -> TestResult {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const HOSTILE: &str = "hostile-writer";
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    synced_machine(&cluster, "w-1", own_generation).await?;
+    let infra = aws(&cluster, "AWSMachine");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (polls, writes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let hostile = {
+        let (infra, stop, polls, writes) = (infra.clone(), stop.clone(), polls.clone(), writes.clone());
+        tokio::spawn(async move {
+            let params = PatchParams {
+                field_manager: Some(HOSTILE.into()),
+                ..PatchParams::default()
+            };
+            let list = json!({"status": {"conditions": [
+                {"type": "HostileReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+            while !stop.is_cancelled() {
+                let Ok(object) = infra.get("w-1").await else { break };
+                let types = condition_types(&object);
+                if types.iter().any(|t| t == "Ready" || t == "InstanceReady")
+                    && infra
+                        .patch_status("w-1", &params, &Patch::Merge(&list))
+                        .await
+                        .is_ok()
+                {
+                    writes.fetch_add(1, Ordering::SeqCst);
+                }
+                polls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let contest = eventually("a ConflictingWriter Event naming the other manager", || {
+        let cluster = &cluster;
+        async move {
+            let events = e2e::migration::events_about(cluster, &cluster.namespaces.mapi, "w-1").await?;
+            Ok(events.into_iter().find(|e| e.reason == "ConflictingWriter"))
+        }
+    })
+    .await?;
+    assert!(
+        contest.note.contains(&format!("{HOSTILE:?} keeps overwriting")),
+        "{}",
+        contest.note
+    );
+    assert!(contest.note.contains("AWSMachine"), "{}", contest.note);
+    // Held off: the sync does not write again until the hold-off (a minute) is over,
+    // however often the other writer looks.
+    let before = infra.get("w-1").await?;
+    let seen = polls.load(Ordering::SeqCst);
+    eventually("25 more looks of the other writer", || {
+        let polls = polls.clone();
+        async move { Ok((polls.load(Ordering::SeqCst) >= seen + 25).then_some(())) }
+    })
+    .await?;
+    let after = infra.get("w-1").await?;
+    assert_eq!(condition_types(&after), ["HostileReady"]);
+    assert_eq!(after.resource_version(), before.resource_version());
+    stop.cancel();
+    hostile.await?;
+    // The sync put its conditions back at most RESTORES times after the first removal.
+    let writes = writes.load(Ordering::SeqCst);
+    assert!(
+        writes <= sync_core::toolkit::contest::RESTORES + 1,
+        "the other writer had to remove the sync's conditions {writes} times"
+    );
+    sync.stop().await
+}
+
+/// Mirrors never carry `kubectl apply`'s record of the other object.
+#[tokio::test]
+async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
+    const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine(
+        &cluster,
+        "w-1",
+        "MachineAPI",
+        &[],
+        None,
+        provider_spec("m6i.large"),
+    )
+    .await?;
+    let patch = json!({"metadata": {"annotations": {LAST_APPLIED: "{\"kind\":\"Machine\"}", "team": "a"}}});
+    cluster
+        .mapi_machines()
+        .patch("w-1", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let api = cluster.capi_machines();
+    let machine = eventually("the team annotation on the mirror", || {
+        let api = api.clone();
+        async move {
+            let m = api.get_opt("w-1").await?;
+            Ok(m.filter(|m| m.annotations().contains_key("team")))
+        }
+    })
+    .await?;
+    assert!(
+        !machine.annotations().contains_key(LAST_APPLIED),
+        "{:?}",
+        machine.annotations()
+    );
+    let infra = aws(&cluster, "AWSMachine").get("w-1").await?;
+    assert_eq!(infra.annotations().get("team").map(String::as_str), Some("a"));
+    assert!(!infra.annotations().contains_key(LAST_APPLIED));
     sync.stop().await
 }

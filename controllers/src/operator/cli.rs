@@ -194,8 +194,11 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
 
-    /// Log level or filter directives, e.g. `debug` or `info,sync_core=debug` [default:
-    /// `info`; with --embedded `info,sync_core::hooks=debug`, so every hook call shows].
+    /// Log level or filter directives [default: `info`: every write the sync makes to
+    /// the other side (created, updated with its fields, reverted, deleted, with the
+    /// object and reason) and every failure; with --embedded also
+    /// `sync_core::hooks=debug`, the calls of hooks left as stubs]. `info,sync_core=debug`
+    /// adds each reconcile's decision.
     #[arg(long, env = "RUST_LOG", value_name = "FILTER")]
     pub log_level: Option<String>,
 

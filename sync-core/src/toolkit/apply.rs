@@ -12,7 +12,23 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+use super::contest::{self, Contested};
 use super::owned::owned_by;
+use super::settle::settle;
+
+/// Why a write failed: the API server's answer, or a contest with another writer that
+/// the sync does not fight ([`super::contest`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The request failed.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// Another manager keeps undoing this write.
+    #[error(transparent)]
+    Contested(#[from] Contested),
+}
 
 /// The annotation CAPI's conversion webhooks keep lossy fields in; never compared.
 pub const CONVERSION_DATA_ANNOTATION: &str = "cluster.x-k8s.io/conversion-data";
@@ -50,7 +66,7 @@ pub async fn apply<K>(
     live: Option<&K>,
     desired: &K,
     part: Part,
-) -> Result<Applied<K>, kube::Error>
+) -> Result<Applied<K>, ApplyError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
@@ -68,7 +84,7 @@ pub async fn apply_over<K>(
     live: &K,
     desired: &K,
     part: Part,
-) -> Result<Applied<K>, kube::Error>
+) -> Result<Applied<K>, ApplyError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
@@ -93,7 +109,7 @@ pub async fn apply_typed<K>(
     live: Option<&K>,
     desired: &K,
     part: Part,
-) -> Result<Applied<K>, kube::Error>
+) -> Result<Applied<K>, ApplyError>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
@@ -108,15 +124,33 @@ async fn write<K>(
     desired: &K,
     part: Part,
     precondition: Option<&str>,
-) -> Result<Applied<K>, kube::Error>
+) -> Result<Applied<K>, ApplyError>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
     let mut body = body(desired, types, part).map_err(kube::Error::SerdeError)?;
-    if let Some(live) = live
-        && !would_change(live, &body, manager, part).map_err(kube::Error::SerdeError)?
-    {
-        return Ok(Applied::Unchanged);
+    let subresource = (part == Part::Status).then_some("status");
+    let mut change = Change::Created;
+    if let Some(live) = live {
+        let live_value = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
+        let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
+        settle(&mut body, &live_value, managed, subresource);
+        if !changes(&live_value, managed, &body, manager, subresource) {
+            return Ok(Applied::Unchanged);
+        }
+        contest::before_write(live.meta(), manager, subresource, &body, || {
+            describe::<K>(types, live, part)
+        })?;
+        let fields = differing(&live_value, &body);
+        let owned = owned_by(&live_value, managed, manager, subresource);
+        let (taken, fields) = fields.into_iter().partition(|path| {
+            at(&live_value, path).is_some_and(|v| !v.is_null()) && at(&owned, path).is_none()
+        });
+        change = Change::Updated {
+            fields,
+            taken,
+            other: contest::overwritten_by(managed, manager, subresource).map(str::to_owned),
+        };
     }
     if let (Some(rv), Some(Value::Object(meta))) = (precondition, body.get_mut("metadata")) {
         meta.insert("resourceVersion".into(), rv.into());
@@ -127,7 +161,79 @@ where
         Part::Object => api.patch(&name, &params, &Patch::Apply(&body)).await?,
         Part::Status => api.patch_status(&name, &params, &Patch::Apply(&body)).await?,
     };
+    change.log(&describe::<K>(types, &written, part), manager, part);
     Ok(Applied::Written(Box::new(written)))
+}
+
+/// `AWSMachine openshift-cluster-api/worker-1 status`, for messages.
+fn describe<K: Resource>(types: &K::DynamicType, object: &K, part: Part) -> String {
+    let namespace = object.namespace().map(|ns| format!("{ns}/")).unwrap_or_default();
+    let part = if part == Part::Status { " status" } else { "" };
+    format!("{} {namespace}{}{part}", K::kind(types), object.name_any())
+}
+
+/// What a write did, for its log line: every write the sync makes is worth a line at the
+/// default level.
+enum Change {
+    Created,
+    /// `fields`: the body's fields the live object did not hold; `taken`: those another
+    /// manager had written (the sync does not own them any more), which the write puts
+    /// back; `other`: the newest such manager.
+    Updated {
+        fields: Vec<String>,
+        taken: Vec<String>,
+        other: Option<String>,
+    },
+}
+
+impl Change {
+    fn log(&self, object: &str, manager: &str, part: Part) {
+        match self {
+            Self::Created if part == Part::Status => tracing::info!(%object, manager, "status set"),
+            Self::Created => tracing::info!(%object, manager, "created"),
+            Self::Updated { fields, taken, other } if !taken.is_empty() => tracing::info!(
+                %object, manager, reverted = %taken.join(","), fields = %fields.join(","),
+                other_manager = other.as_deref().unwrap_or("unknown"),
+                "reverted another field manager's change"
+            ),
+            Self::Updated { fields, .. } => {
+                tracing::info!(%object, manager, fields = %fields.join(","), "updated");
+            }
+        }
+    }
+}
+
+/// The value at a dotted `path` of `value`.
+fn at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(value, |v, key| v.get(key))
+}
+
+/// The paths (two levels deep: `spec.providerID`, `metadata.labels`) of `body` whose
+/// values `live` does not hold.
+fn differing(live: &Value, body: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    let Value::Object(body) = body else { return paths };
+    for (key, value) in body {
+        let ignore = Ignore::Top.child(key);
+        if Ignore::Top.skips(key) {
+            continue;
+        }
+        let live = live.get(key).unwrap_or(&Value::Null);
+        match value {
+            Value::Object(fields) => paths.extend(
+                fields
+                    .iter()
+                    .filter(|(k, v)| {
+                        !ignore.skips(k)
+                            && !holds(live.get(k.as_str()).unwrap_or(&Value::Null), v, ignore.child(k))
+                    })
+                    .map(|(k, _)| format!("{key}.{k}")),
+            ),
+            value if !holds(live, value, ignore) => paths.push(key.clone()),
+            _ => {}
+        }
+    }
+    paths
 }
 
 /// Whether applying `body` under `manager` would change `live`.
@@ -138,8 +244,22 @@ where
     let subresource = (part == Part::Status).then_some("status");
     let live_value = serde_json::to_value(live)?;
     let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
-    let owned = owned_by(&live_value, managed, manager, subresource);
-    Ok(!same(&owned, body))
+    Ok(changes(&live_value, managed, body, manager, subresource))
+}
+
+/// An apply changes the object unless the manager already owns exactly `body`, or the
+/// live object already holds every value of `body` and `body` every value the manager
+/// owns (so nothing would be removed): equal values another manager wrote are not worth
+/// a write that only takes their ownership and wakes every watcher.
+fn changes(
+    live: &Value,
+    managed: &[ManagedFieldsEntry],
+    body: &Value,
+    manager: &str,
+    subresource: Option<&str>,
+) -> bool {
+    let owned = owned_by(live, managed, manager, subresource);
+    !same(&owned, body) && !(holds(live, body, Ignore::Top) && holds(body, &owned, Ignore::Top))
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
@@ -267,6 +387,21 @@ fn equal(a: &Value, b: &Value, ignore: Ignore) -> bool {
         }
         (a, b) if empty(a, ignore) && empty(b, ignore) => true,
         (a, b) => a == b,
+    }
+}
+
+/// Whether `live` holds every value of `body` (lists whole), ignoring what [`same`]
+/// ignores.
+fn holds(live: &Value, body: &Value, ignore: Ignore) -> bool {
+    match (live, body) {
+        (Value::Object(live), Value::Object(body)) => body.iter().all(|(k, v)| {
+            ignore.skips(k)
+                || match live.get(k) {
+                    Some(w) => holds(w, v, ignore.child(k)),
+                    None => empty(v, ignore.child(k)),
+                }
+        }),
+        (live, body) => equal(live, body, ignore),
     }
 }
 

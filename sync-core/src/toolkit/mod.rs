@@ -3,6 +3,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
+//! | [`contest`] | another writer that keeps undoing the sync's writes: held off, not fought |
 //! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply`] compares with) |
 //! | [`condition`] | server-side apply of a status fragment or one condition under its own field manager |
 //! | [`status`] | the `Synchronized` condition, `status.synchronizedGeneration` and `synchronizedAPI` |
@@ -13,12 +14,14 @@
 pub mod apply;
 pub mod authority;
 pub mod condition;
+pub mod contest;
 pub mod finalizers;
 pub mod owned;
 pub mod pause;
 pub mod report;
+mod settle;
 pub mod status;
 
-pub use apply::{Applied, Part, apply, apply_over, apply_typed};
+pub use apply::{Applied, ApplyError, Part, apply, apply_over, apply_typed};
 pub use finalizers::{FinalizerError, Release, SYNC_FINALIZER};
 pub use status::Synchronized;

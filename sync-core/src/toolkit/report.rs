@@ -6,7 +6,6 @@
 //! queue would retry with backoff forever. A failure to *write* the report is an error,
 //! retried with backoff.
 
-use kube::Resource;
 use kube::api::Api;
 
 use super::status::{self, Synchronized};
@@ -28,12 +27,7 @@ pub async fn fail<P: SyncPair>(
 ) -> HookResult {
     let message = message.to_string();
     tracing::warn!(controller, name = %objects.name, reason, error = %message, "sync failed");
-    let reference = match (&objects.mapi, &objects.capi) {
-        (Some(mapi), _) => Some(mapi.object_ref(&())),
-        (None, Some(capi)) => Some(capi.object_ref(&())),
-        (None, None) => None,
-    };
-    if let Some(reference) = reference {
+    if let Some(reference) = objects.event_target() {
         ctx.warn(&reference, SYNCHRONIZATION_ERROR, format!("{reason}: {message}"))
             .await;
     }
