@@ -164,9 +164,8 @@ impl<P: SyncPair> SyncContext<P> {
     }
 
     /// Publishes an Event with its own `action`, best effort like [`Self::warn`]. Events
-    /// of one object with the same type, reason and action form a series that keeps its
-    /// first note (kube-rs's recorder, as client-go's): a distinct action is what makes,
-    /// say, a migration back an Event of its own.
+    /// of one object with the same type, reason, action and note form a series (a count
+    /// and a last timestamp, as client-go's recorder keeps them).
     pub async fn record(
         &self,
         object: &ObjectReference,
@@ -175,6 +174,21 @@ impl<P: SyncPair> SyncContext<P> {
         action: &str,
         note: String,
     ) {
+        self.record_in_series(object, type_, reason, action, note, "")
+            .await;
+    }
+
+    /// [`Self::record`] in a named `series`: the same text in another series is an Event
+    /// of its own (each migration of an object tells its own story).
+    pub async fn record_in_series(
+        &self,
+        object: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+        series: &str,
+    ) {
         let event = Event {
             type_,
             reason: reason.to_owned(),
@@ -182,7 +196,7 @@ impl<P: SyncPair> SyncContext<P> {
             action: action.to_owned(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, object).await {
+        if let Err(error) = self.recorder.publish_in_series(&event, object, series).await {
             tracing::warn!(controller = P::NAME, %error, reason, "failed to publish event");
         }
     }

@@ -10,8 +10,9 @@
 //!
 //! An Event repeated with the same object, type, reason, action **and note** within
 //! [`SERIES_TTL`] is one series: its count and last timestamp move, nothing else. A new
-//! note is a new Event (a second migration, a different error), never the first text
-//! with a higher count. The series cache is bounded by time and size.
+//! note is a new Event (a different error), never the first text with a higher count;
+//! a caller may name the series too (a migration: each one is its own). The series cache
+//! is bounded by time and size.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ struct Key {
     reason: String,
     action: String,
     note: String,
+    series: String,
 }
 
 #[derive(Clone, Debug)]
@@ -70,6 +72,17 @@ impl Recorder {
 
     /// Publishes `event` about `regarding`: a new Event, or the next of its series.
     pub async fn publish(&self, event: &Event, regarding: &ObjectReference) -> Result<(), kube::Error> {
+        self.publish_in_series(event, regarding, "").await
+    }
+
+    /// [`Self::publish`], where `series` also tells series apart: the same text in another
+    /// series (another migration of the object) is a new Event.
+    pub async fn publish_in_series(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+        series: &str,
+    ) -> Result<(), kube::Error> {
         let type_ = match event.type_ {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
@@ -86,6 +99,7 @@ impl Recorder {
             reason: event.reason.clone(),
             action: event.action.clone(),
             note: note.clone(),
+            series: series.to_owned(),
         };
         let namespace = regarding
             .namespace

@@ -325,12 +325,16 @@ where
         self.event(EventType::Warning, reason, note).await;
     }
 
-    /// Every migration Event's action names the requested API (`MigrateToClusterAPI`): a
-    /// series keeps its first note, and the migration back must not read as the way there.
+    /// Every migration Event's action names the requested API (`MigrateToClusterAPI`),
+    /// and its series is the generation that requested it: each migration, there or back,
+    /// is told in Events of its own.
     async fn event(&self, type_: EventType, reason: &str, note: String) {
         let action =
             K::requested(self.mapi).map_or_else(|| "Migrate".to_owned(), |to| format!("MigrateTo{to}"));
-        self.ctx.record(self.on, type_, reason, &action, note).await;
+        let series = self.mapi.meta().generation.unwrap_or_default().to_string();
+        self.ctx
+            .record_in_series(self.on, type_, reason, &action, note, &series)
+            .await;
     }
 }
 

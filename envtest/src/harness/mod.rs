@@ -78,6 +78,7 @@ pub struct TestEnvBuilder {
     limits: Limits,
     state_dir: Option<PathBuf>,
     garbage_collection: bool,
+    event_ttl: Duration,
     deferred_error: Option<String>,
 }
 
@@ -96,6 +97,7 @@ impl Default for TestEnvBuilder {
             limits: Limits::default(),
             state_dir: None,
             garbage_collection: true,
+            event_ttl: crate::controllers::event_ttl::DEFAULT_TTL,
             deferred_error: None,
         }
     }
@@ -221,6 +223,13 @@ impl TestEnvBuilder {
         self
     }
 
+    /// How long an Event lives after its last write (kube-apiserver's `--event-ttl`,
+    /// 1 h by default).
+    pub fn event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = ttl;
+        self
+    }
+
     /// Starts the server and connects an admin client.
     pub async fn start(self) -> Result<TestEnv, EnvtestError> {
         if let Some(error) = self.deferred_error {
@@ -303,9 +312,13 @@ impl TestEnvBuilder {
             crds.extend(self.crds);
             seed(&shared.store, &crds, &self.namespaces, self.objects)?;
         }
-        let collector = self
-            .garbage_collection
-            .then(|| crate::controllers::gc::spawn(shared.store.clone()));
+        let mut controllers = vec![crate::controllers::event_ttl::spawn(
+            shared.store.clone(),
+            self.event_ttl,
+        )];
+        if self.garbage_collection {
+            controllers.push(crate::controllers::gc::spawn(shared.store.clone()));
+        }
         let server = Listener::spawn(shared.clone(), listener, certs.server_config.clone(), self.limits)?;
         let url = format!("https://{addr}");
         let client = client_for(&url, &certs.ca_pem, &admin).await?;
@@ -318,7 +331,7 @@ impl TestEnvBuilder {
             client,
             listener: Some(server),
             limits: self.limits,
-            collector,
+            controllers,
             kubeconfig_file: OnceLock::new(),
         })
     }
@@ -462,7 +475,8 @@ pub struct TestEnv {
     client: kube::Client,
     listener: Option<Listener>,
     limits: Limits,
-    collector: Option<tokio::task::JoinHandle<()>>,
+    /// The garbage collector and the Event expiry, aborted on drop.
+    controllers: Vec<tokio::task::JoinHandle<()>>,
     kubeconfig_file: OnceLock<(PathBuf, PathBuf)>,
 }
 
@@ -652,8 +666,8 @@ impl Drop for TestEnv {
         if let Some(listener) = self.listener.take() {
             listener.abort();
         }
-        if let Some(collector) = self.collector.take() {
-            collector.abort();
+        for controller in self.controllers.drain(..) {
+            controller.abort();
         }
         if let Some((dir, _)) = self.kubeconfig_file.get() {
             let _ = std::fs::remove_dir_all(dir);
