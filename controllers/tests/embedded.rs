@@ -157,3 +157,88 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
         "the temporary kubeconfig outlived the server"
     );
 }
+
+/// Every synced object's kind and name with its resourceVersion, as kubectl lists them.
+fn versions(kubeconfig: &str) -> String {
+    kubectl(
+        kubeconfig,
+        &[
+            "get",
+            "machines.machine.openshift.io,machinesets.machine.openshift.io,machines.cluster.x-k8s.io,\
+             machinesets.cluster.x-k8s.io,awsmachines,awsmachinetemplates,devmachines,devmachinetemplates",
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.metadata.resourceVersion}{\"\\n\"}{end}",
+        ],
+    )
+}
+
+/// The embedded default, simulated providers on, goes quiet: once the samples settle,
+/// nothing writes to any synced object (the AWSMachine conditions loop of issue 29 wrote
+/// 60 times a second). Also: the Events sort by `lastTimestamp`, as `kubectl get events`
+/// users sort them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_default_writes_nothing_once_the_samples_settle() {
+    const QUIET: std::time::Duration = std::time::Duration::from_secs(5);
+    const WINDOW: std::time::Duration = std::time::Duration::from_secs(15);
+    let mut operator = Operator::spawn(&[
+        "--embedded",
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+    ]);
+    let kubeconfig = operator
+        .wait_line("the kubeconfig line", |line| {
+            line.strip_prefix("kubeconfig: ").map(str::to_owned)
+        })
+        .await;
+    // Settled: the AWS sample's AWSMachine is running and nothing changed for QUIET.
+    let mut last = (versions(&kubeconfig), std::time::Instant::now());
+    wait_for("the samples to settle", TIMEOUT * 2, || {
+        let now = versions(&kubeconfig);
+        let running = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "awsmachines",
+                "-n",
+                "openshift-cluster-api",
+                "aws-workers-1",
+                "--ignore-not-found",
+                "-o",
+                "jsonpath={.status.ready}",
+            ],
+        );
+        if now != last.0 {
+            last = (now, std::time::Instant::now());
+        }
+        let settled = running.trim() == "true" && last.1.elapsed() >= QUIET;
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            settled.then_some(())
+        }
+    })
+    .await;
+    let before = versions(&kubeconfig);
+    let started = std::time::Instant::now();
+    wait_for("the idle window", WINDOW * 2, || {
+        let done = started.elapsed() >= WINDOW;
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            done.then_some(())
+        }
+    })
+    .await;
+    let after = versions(&kubeconfig);
+    assert_eq!(before, after, "writes to synced objects while idle");
+    assert!(before.lines().count() >= 10, "{before}");
+
+    let events = kubectl(&kubeconfig, &["get", "events", "-A", "--sort-by=.lastTimestamp"]);
+    assert!(events.contains("LAST SEEN"), "{events}");
+    assert!(events.contains("SynchronizationError"), "{events}");
+
+    operator.signal("TERM");
+    let status = operator.wait_exit().await;
+    assert!(status.success(), "{}", operator.lines().join("\n"));
+}
