@@ -717,6 +717,29 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             None,
         ),
         Figure::lower(
+            "idle with the simulated providers: until they and the sync settle",
+            "ms",
+            real.providers.settled_ms,
+            None,
+        ),
+        Figure::lower(
+            format!(
+                "idle {} s with the simulated providers: server resourceVersion advance",
+                idle.as_secs()
+            ),
+            "count",
+            real.providers.rv_advance as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
+            "idle with the simulated providers: sync write requests",
+            "count",
+            real.providers.sync_writes as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
             "restart over the synchronized fleet: until quiet",
             "ms",
             real.restart_quiet_ms,

@@ -677,6 +677,8 @@ pub struct RealOutcome {
     pub memory: Option<super::memory::Memory>,
     /// Converge: writes (client side), for the ratio to the floor.
     pub converge_writes: u64,
+    /// Idle with the simulated providers running.
+    pub providers: ProvidersIdle,
     /// The floor's writes.
     pub floor_writes: u64,
 }
@@ -753,6 +755,14 @@ pub async fn run(
         idle_ms / 1e3,
         idle.writes(),
         idle.summary()
+    ));
+    let providers = idle_with_providers(&env, &controllers, settings.idle, bound * 4).await?;
+    progress(&format!(
+        "  idle with the simulated providers: they settled after {:.1} s; then {:.0} s: {} sync writes, resourceVersion +{}",
+        providers.settled_ms / 1e3,
+        settings.idle.as_secs_f64(),
+        providers.sync_writes,
+        providers.rv_advance
     ));
     controllers.stop().await?;
 
@@ -835,5 +845,61 @@ pub async fn run(
         restart_rv_advance,
         restart_hook_calls,
         memory: Some(memory),
+        providers,
     })
+}
+
+/// The simulated providers' phase: they provision the fleet (phases, instances,
+/// provider status) and the sync copies their status, until the server is quiet for
+/// [`PROVIDERS_QUIET`]; then nothing may write for `window` (the AWSMachine conditions
+/// loop of issue 29 wrote without end here).
+async fn idle_with_providers(
+    env: &TestEnv,
+    controllers: &Controllers,
+    window: Duration,
+    bound: Duration,
+) -> Result<ProvidersIdle, BenchError> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let providers = controllers::simulate::SimulatedProviders::new(env.client(), fill::namespaces());
+    let task = tokio::spawn(providers.run(stop.clone()));
+    let started = Instant::now();
+    let (mut rv, mut since) = (env.resource_version(), Instant::now());
+    while since.elapsed() < PROVIDERS_QUIET {
+        if started.elapsed() > bound {
+            stop.cancel();
+            return Err(BenchError::Other(format!(
+                "the simulated providers and the sync did not fall quiet within {bound:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = env.resource_version();
+        if now != rv {
+            (rv, since) = (now, Instant::now());
+        }
+    }
+    let settled_ms = ms(since.saturating_duration_since(started));
+    let counted = controllers.requests.snapshot();
+    tokio::time::sleep(window).await;
+    let outcome = ProvidersIdle {
+        settled_ms,
+        sync_writes: controllers.requests.snapshot().since(&counted).writes(),
+        rv_advance: env.resource_version().saturating_sub(rv),
+    };
+    stop.cancel();
+    task.await.ok();
+    Ok(outcome)
+}
+
+/// How long the server must see no write before the providers' fleet counts as settled.
+const PROVIDERS_QUIET: Duration = Duration::from_secs(10);
+
+/// What [`idle_with_providers`] measured.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ProvidersIdle {
+    /// From the providers' start to the last write before the quiet.
+    pub settled_ms: f64,
+    /// The sync's writes in the window.
+    pub sync_writes: u64,
+    /// The server's resourceVersion advance in the window (every writer's).
+    pub rv_advance: u64,
 }
