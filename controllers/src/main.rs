@@ -29,12 +29,12 @@ async fn main() -> ExitCode {
         return ExitCode::from(status as u8);
     }
     if let Some(Command::Status(args)) = &cli.command {
-        let namespaces = sync_core::Namespaces {
-            mapi: cli.mapi_namespace.clone(),
-            capi: cli.capi_namespace.clone(),
-        };
+        let status = controllers::status::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await;
+        return ExitCode::from(status);
+    }
+    if let Some(Command::Samples(args)) = &cli.command {
         let status =
-            controllers::status::run(args, &namespaces, &mut std::io::stdout(), &mut std::io::stderr()).await;
+            controllers::operator::samples::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await;
         return ExitCode::from(status);
     }
     if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {
@@ -45,7 +45,8 @@ async fn main() -> ExitCode {
         Ok(Exit::Shutdown) => ExitCode::SUCCESS,
         Ok(Exit::LeadershipLost(_)) => ExitCode::FAILURE,
         Err(error) => {
-            tracing::error!("{error:#}");
+            // Each message already carries its cause once (`{error:#}` would repeat it).
+            tracing::error!("{error}");
             ExitCode::FAILURE
         }
     }
