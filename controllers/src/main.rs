@@ -29,24 +29,40 @@ async fn main() -> ExitCode {
         return ExitCode::from(status as u8);
     }
     if let Some(Command::Status(args)) = &cli.command {
-        let namespaces = sync_core::Namespaces {
-            mapi: cli.mapi_namespace.clone(),
-            capi: cli.capi_namespace.clone(),
-        };
+        let status = controllers::status::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await;
+        return ExitCode::from(status);
+    }
+    if let Some(Command::Samples(args)) = &cli.command {
         let status =
-            controllers::status::run(args, &namespaces, &mut std::io::stdout(), &mut std::io::stderr()).await;
+            controllers::operator::samples::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await;
         return ExitCode::from(status);
     }
     if let Err(error) = logging::init(cli.log_format, cli.log_filter()) {
         eprintln!("controllers: {error}");
         return ExitCode::from(2);
     }
-    match run::run(cli).await.map_err(anyhow::Error::from) {
-        Ok(Exit::Shutdown) => ExitCode::SUCCESS,
-        Ok(Exit::LeadershipLost(_)) => ExitCode::FAILURE,
+    let code = match run::run(cli).await.map_err(anyhow::Error::from) {
+        Ok(Exit::Shutdown) => 0,
+        Ok(Exit::LeadershipLost(_)) => 1,
         Err(error) => {
-            tracing::error!("{error:#}");
-            ExitCode::FAILURE
+            // Each message already carries its cause once (`{error:#}` would repeat it).
+            tracing::error!("{error}");
+            1
         }
-    }
+    };
+    exit_now(code)
+}
+
+/// Ends the process once the operator has stopped, without tearing down what is left:
+/// everything that must happen before exit (reconciles drained, Lease released,
+/// checkpoints saved, HTTP drained, the embedded server stopped and its kubeconfig
+/// removed) is done by now. Returning from `main` instead drops the runtime, its tasks and
+/// every cache and, with `--embedded`, the API server's objects and history one
+/// allocation at a time: 2.5 s after `stopped` with 470 MiB held. The logs go straight to
+/// stderr (unbuffered); stdout is flushed here.
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    std::process::exit(code)
 }

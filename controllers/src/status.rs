@@ -23,6 +23,9 @@ pub struct StatusArgs {
     /// Kubeconfig context.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// The namespaces to read: the operator's flags, environment variables and defaults.
+    #[command(flatten)]
+    pub namespaces: crate::operator::cli::NamespaceArgs,
 }
 
 /// One pair as `controllers status` prints it.
@@ -201,28 +204,24 @@ fn pairs<M: MapiObject, C: Resource>(
         .collect()
 }
 
-/// Runs `controllers status`: 0 when printed, 2 when the cluster cannot be read.
-pub async fn run(
-    args: &StatusArgs,
-    namespaces: &Namespaces,
-    out: &mut impl Write,
-    err: &mut impl Write,
-) -> u8 {
-    let client =
+/// Runs `controllers status`: 0 when printed, 2 when the cluster cannot be read (the
+/// message names the API server and what to do).
+pub async fn run(args: &StatusArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
+    let connection =
         match crate::operator::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref()).await {
-            Ok(client) => client,
+            Ok(connection) => connection,
             Err(error) => {
                 let _ = writeln!(err, "controllers status: {error}");
                 return 2;
             }
         };
-    match rows(&client, namespaces).await {
+    match rows(&connection.client, &args.namespaces.namespaces()).await {
         Ok(rows) => {
             let _ = out.write_all(render(&rows).as_bytes());
             0
         }
         Err(error) => {
-            let _ = writeln!(err, "controllers status: reading the pairs: {error}");
+            let _ = writeln!(err, "controllers status: {}", connection.explain(&error));
             2
         }
     }

@@ -149,6 +149,24 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
     })
     .await;
 
+    // The sample `migrating-1` is loaded half-way (spec ClusterAPI, status Migrating): the
+    // migration controller completes it at start (README, "Migrating on a laptop").
+    wait_for("migrating-1 to complete its migration", TIMEOUT, || async {
+        let out = kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "machines.machine.openshift.io/migrating-1",
+                "-n",
+                "openshift-machine-api",
+                "-o",
+                "jsonpath={.status.authoritativeAPI} {.status.conditions[?(@.type==\"Migration\")].reason}",
+            ],
+        );
+        (out.trim() == "ClusterAPI Migrated").then_some(())
+    })
+    .await;
+
     operator.signal("TERM");
     let status = operator.wait_exit().await;
     assert!(status.success(), "{}", operator.lines().join("\n"));

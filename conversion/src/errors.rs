@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use serde::Serialize;
+
 /// The path of a field in an object, in kube-apiserver's notation:
 /// `spec.providerSpec.value.blockDevices[0].ebs`, `metadata.labels[app]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,6 +81,8 @@ pub enum ErrorKind {
     Invalid,
     /// A value the conversion needs is missing.
     Required,
+    /// The field must not be set here (whatever its value).
+    Forbidden,
 }
 
 impl ErrorKind {
@@ -88,6 +92,7 @@ impl ErrorKind {
             Self::Unsupported => "Unsupported value",
             Self::Invalid => "Invalid value",
             Self::Required => "Required value",
+            Self::Forbidden => "Forbidden",
         }
     }
 }
@@ -99,21 +104,36 @@ pub struct FieldError {
     pub path: FieldPath,
     /// What is wrong.
     pub kind: ErrorKind,
-    /// The offending value, as compact JSON, when there is one.
+    /// The offending value as a user wrote it (compact JSON: `1`, `"gp3"`, `["a"]`), when
+    /// there is one.
     pub value: Option<String>,
     /// A sentence for a person planning a migration.
     pub message: String,
 }
 
 impl FieldError {
-    /// A set field the other API cannot represent.
-    pub fn unsupported(path: FieldPath, value: impl fmt::Debug, message: impl Into<String>) -> Self {
+    /// A set field the other API cannot represent; `value` is shown as the object's YAML
+    /// or JSON would show it (an `Option` as its content, a string in quotes).
+    pub fn unsupported(path: FieldPath, value: impl Serialize, message: impl Into<String>) -> Self {
         Self::with_value(path, ErrorKind::Unsupported, value, message)
     }
 
-    /// A value the conversion does not understand.
-    pub fn invalid(path: FieldPath, value: impl fmt::Debug, message: impl Into<String>) -> Self {
+    /// A value the conversion does not understand; `value` is shown as in
+    /// [`FieldError::unsupported`].
+    pub fn invalid(path: FieldPath, value: impl Serialize, message: impl Into<String>) -> Self {
         Self::with_value(path, ErrorKind::Invalid, value, message)
+    }
+
+    /// A field that must not be set here, whatever its value (kube-apiserver's
+    /// `field.Forbidden`): for fields whose value says nothing more (a whole struct, an
+    /// unknown field).
+    pub fn forbidden(path: FieldPath, message: impl Into<String>) -> Self {
+        Self {
+            path,
+            kind: ErrorKind::Forbidden,
+            value: None,
+            message: message.into(),
+        }
     }
 
     /// A value the conversion needs and did not get.
@@ -129,16 +149,22 @@ impl FieldError {
     fn with_value(
         path: FieldPath,
         kind: ErrorKind,
-        value: impl fmt::Debug,
+        value: impl Serialize,
         message: impl Into<String>,
     ) -> Self {
         Self {
             path,
             kind,
-            value: Some(format!("{value:?}")),
+            value: Some(shown(&value)),
             message: message.into(),
         }
     }
+}
+
+/// A value as a user reads it in the object: compact JSON (`1`, not `Some(1)`; `"gp3"`;
+/// `null` for an absent one).
+fn shown(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| format!("<{error}>"))
 }
 
 impl fmt::Display for FieldError {
@@ -275,6 +301,30 @@ mod tests {
         assert_eq!(
             failed.to_string(),
             "spec.a: Unsupported value: 1: no a; spec.b: Required value: b is needed"
+        );
+    }
+
+    #[test]
+    fn values_read_as_in_the_object() {
+        let shown = |error: FieldError| error.to_string();
+        assert_eq!(
+            shown(FieldError::unsupported("spec.hop".into(), Some(2), "only 1")),
+            "spec.hop: Unsupported value: 2: only 1"
+        );
+        assert_eq!(
+            shown(FieldError::invalid("spec.t".into(), "set", "must be a or b")),
+            "spec.t: Invalid value: \"set\": must be a or b"
+        );
+        assert_eq!(
+            shown(FieldError::unsupported("spec.l".into(), ["a", "b"], "no lists")),
+            "spec.l: Unsupported value: [\"a\",\"b\"]: no lists"
+        );
+        assert_eq!(
+            shown(FieldError::forbidden(
+                "spec.x".into(),
+                "not a field; it would be lost"
+            )),
+            "spec.x: Forbidden: not a field; it would be lost"
         );
     }
 

@@ -951,3 +951,44 @@ fn template_names_are_a_hash_of_the_spec() {
     let scaled: mapi::MachineSet = serde_json::from_value(value).unwrap_or_default();
     assert_eq!(name(&scaled), first, "scaling keeps the template");
 }
+
+/// The messages a person reads (`controllers convert --check`, the `Synchronized`
+/// condition): values as the object shows them, never Rust's `Some(2)` or a placeholder
+/// `"set"` standing for "any value".
+#[test]
+fn error_messages_show_values_as_the_object_does() {
+    let aws_patch = json!({"spec": {
+        "instanceMetadataOptions": {"httpPutResponseHopLimit": 2},
+        "cloudInit": {"secretCount": 1},
+        "imageLookupOrg": "123456789012",
+    }});
+    let (machine, aws_machine) = capi_pair(&json!({}), &aws_patch);
+    let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws_machine, &infra()) else {
+        panic!("converted");
+    };
+    let mut messages: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            "awsMachine.spec.cloudInit: Forbidden: cloudInit is not supported (OpenShift uses Ignition)",
+            "awsMachine.spec.imageLookupOrg: Unsupported value: \"123456789012\": imageLookupOrg is not supported by the Machine API",
+            "awsMachine.spec.instanceMetadataOptions.httpPutResponseHopLimit: Unsupported value: 2: only 1 is supported",
+        ]
+    );
+
+    let patch =
+        provider_patch(json!({"notAField": "x", "ami": {"filters": [{"name": "n", "values": ["v"]}]}}));
+    let Err(errors) = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
+        panic!("converted");
+    };
+    let mut messages: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            "spec.providerSpec.value.ami.filters: Unsupported value: [{\"name\":\"n\",\"values\":[\"v\"]}]: an AMI by filters is not supported by Cluster API",
+            "spec.providerSpec.value.notAField: Forbidden: not a field of AWSMachineProviderConfig; it would be lost",
+        ]
+    );
+}

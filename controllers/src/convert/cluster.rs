@@ -23,6 +23,16 @@ pub enum ClusterError {
     },
 }
 
+impl ClusterError {
+    /// The message for a person: what was being read, and what the failure means (the
+    /// API server's URL and what to do when it cannot be reached).
+    pub fn explain(&self, connection: &crate::operator::run::Connection) -> String {
+        match self {
+            Self::Api { what, source } => format!("{what}: {}", connection.explain(source)),
+        }
+    }
+}
+
 /// Adds every object of the direction's kinds in `namespace` to `inputs`; the errors of
 /// objects that do not decode are returned, naming them.
 pub async fn read_objects(

@@ -131,9 +131,10 @@ async fn run_inner(
     }
 
     let client = if args.from_cluster {
-        let client = crate::operator::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref())
-            .await
-            .map_err(|e| format!("connecting to the cluster: {e}"))?;
+        let connection =
+            crate::operator::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref())
+                .await
+                .map_err(|e| format!("connecting to the cluster: {e}"))?;
         let namespace = args.namespace.clone().unwrap_or_else(|| {
             match direction {
                 Direction::MapiToCapi => conversion::names::MAPI_NAMESPACE,
@@ -142,11 +143,11 @@ async fn run_inner(
             .to_owned()
         });
         errors.extend(
-            cluster::read_objects(&client, &namespace, direction, &mut inputs)
+            cluster::read_objects(&connection.client, &namespace, direction, &mut inputs)
                 .await
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| e.explain(&connection))?,
         );
-        Some(client)
+        Some(connection)
     } else {
         None
     };
@@ -191,7 +192,7 @@ async fn run_inner(
 async fn infrastructure(
     args: &ConvertArgs,
     inputs: &Inputs,
-    client: Option<&kube::Client>,
+    client: Option<&crate::operator::run::Connection>,
 ) -> Result<(String, Infrastructure), String> {
     if let Some(path) = &args.infrastructure {
         let source = path.display().to_string();
@@ -214,9 +215,9 @@ async fn infrastructure(
     }
     match client {
         Some(client) => {
-            let infra = cluster::read_infrastructure(client)
+            let infra = cluster::read_infrastructure(&client.client)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.explain(client))?;
             let origin = Origin {
                 source: "cluster".to_owned(),
                 document: 1,

@@ -39,23 +39,9 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Namespace of the Machine API objects.
-    #[arg(
-        long,
-        env = "SYNC_MAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-machine-api"
-    )]
-    pub mapi_namespace: String,
-
-    /// Namespace of the Cluster API objects and their infrastructure objects.
-    #[arg(
-        long,
-        env = "SYNC_CAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-cluster-api"
-    )]
-    pub capi_namespace: String,
+    /// The Machine API and Cluster API namespaces.
+    #[command(flatten)]
+    pub namespaces: NamespaceArgs,
 
     /// Kubeconfig file to connect with [default: $KUBECONFIG, ~/.kube/config, or the
     /// in-cluster service account].
@@ -256,6 +242,84 @@ pub struct Cli {
     pub simulate_providers: bool,
 }
 
+/// `--mapi-namespace` and `--capi-namespace`: the operator's, and the same flags (with the
+/// same environment variables and defaults) for the tools that read what it syncs.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct NamespaceArgs {
+    /// Namespace of the Machine API objects.
+    #[arg(
+        long,
+        env = "SYNC_MAPI_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "openshift-machine-api"
+    )]
+    pub mapi_namespace: String,
+
+    /// Namespace of the Cluster API objects and their infrastructure objects.
+    #[arg(
+        long,
+        env = "SYNC_CAPI_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = "openshift-cluster-api"
+    )]
+    pub capi_namespace: String,
+}
+
+impl NamespaceArgs {
+    /// The namespaces as the controllers take them.
+    pub fn namespaces(&self) -> sync_core::Namespaces {
+        sync_core::Namespaces {
+            mapi: self.mapi_namespace.clone(),
+            capi: self.capi_namespace.clone(),
+        }
+    }
+}
+
+/// The flags and environment variables that set a listener's address, for messages that
+/// tell how to change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    /// `/metrics`.
+    Metrics,
+    /// `/healthz` and `/readyz`.
+    Probes,
+    /// Both, on one address.
+    MetricsAndProbes,
+    /// The `--embedded` API server.
+    EmbeddedApi,
+}
+
+impl Listener {
+    /// What it serves, for messages.
+    pub fn what(self) -> &'static str {
+        match self {
+            Self::Metrics => "metrics",
+            Self::Probes => "probes",
+            Self::MetricsAndProbes => "metrics and probes",
+            Self::EmbeddedApi => "the embedded API server",
+        }
+    }
+
+    /// How to choose another address: the flag(s), their environment variables, and the
+    /// value that turns the listener off where there is one.
+    pub fn how_to_change(self) -> &'static str {
+        match self {
+            Self::Metrics => {
+                "choose another with --metrics-bind-address HOST:PORT (or $SYNC_METRICS_BIND_ADDRESS), or 0 to turn metrics off"
+            }
+            Self::Probes => {
+                "choose another with --health-probe-bind-address HOST:PORT (or $SYNC_HEALTH_PROBE_BIND_ADDRESS), or 0 to turn the probes off"
+            }
+            Self::MetricsAndProbes => {
+                "choose another with --metrics-bind-address and --health-probe-bind-address HOST:PORT (or $SYNC_METRICS_BIND_ADDRESS and $SYNC_HEALTH_PROBE_BIND_ADDRESS)"
+            }
+            Self::EmbeddedApi => {
+                "choose another with --embedded-port PORT (or $SYNC_EMBEDDED_PORT), or leave it out for a free one"
+            }
+        }
+    }
+}
+
 /// The tools the binary also is.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
@@ -266,6 +330,13 @@ pub enum Command {
     /// status), Synchronized, generations, migration step and last error. Connects like
     /// the operator (--kubeconfig, $KUBECONFIG, in-cluster).
     Status(crate::status::StatusArgs),
+    /// Load the samples of deploy/examples (the objects --embedded starts with) into the
+    /// cluster --kubeconfig/--context points at: owner references get the uids of the
+    /// objects created before them, status is written through the status subresource, and
+    /// objects already there are kept. The cluster needs the CRDs of deploy/crds and
+    /// deploy/examples/crds, e.g. `envtest-server --crds deploy/crds --crds
+    /// deploy/examples/crds`.
+    Samples(super::samples::SamplesArgs),
 }
 
 impl Cli {
@@ -282,6 +353,18 @@ impl Cli {
     /// Whether the simulated providers run: by default with `--embedded`, never without.
     pub fn simulated_providers(&self) -> bool {
         self.embedded && self.simulate_providers
+    }
+
+    /// Whether a busy metrics port may be replaced by a free one: only the `--embedded`
+    /// default; an address given on the command line or in the environment is kept (and a
+    /// busy one is an error).
+    pub fn metrics_port_may_move(&self) -> bool {
+        self.embedded && self.metrics_bind_address.is_none()
+    }
+
+    /// As [`Cli::metrics_port_may_move`], for the probes.
+    pub fn probe_port_may_move(&self) -> bool {
+        self.embedded && self.health_probe_bind_address.is_none()
     }
 
     /// The metrics address after defaults (`None`: disabled).
@@ -393,8 +476,8 @@ mod tests {
     #[test]
     fn defaults_match_the_design() -> Result<(), clap::Error> {
         let cli = parse(&[])?;
-        assert_eq!(cli.mapi_namespace, "openshift-machine-api");
-        assert_eq!(cli.capi_namespace, "openshift-cluster-api");
+        assert_eq!(cli.namespaces.mapi_namespace, "openshift-machine-api");
+        assert_eq!(cli.namespaces.capi_namespace, "openshift-cluster-api");
         assert!(cli.leader_elect);
         assert_eq!(cli.leader_election_id, DEFAULT_LEASE_NAME);
         assert_eq!(cli.leader_election_lease_duration, Duration::from_secs(15));
@@ -405,6 +488,42 @@ mod tests {
         assert_eq!(cli.probe_address(), Some(SocketAddr::from(([0, 0, 0, 0], 8081))));
         assert_eq!(cli.log_format, LogFormat::Text);
         assert_eq!(cli.concurrency, 4);
+        Ok(())
+    }
+
+    #[test]
+    fn status_and_samples_take_the_operators_namespace_flags() -> Result<(), clap::Error> {
+        let expected = NamespaceArgs {
+            mapi_namespace: "team-mapi".into(),
+            capi_namespace: "team-capi".into(),
+        };
+        let flags = ["--mapi-namespace", "team-mapi", "--capi-namespace", "team-capi"];
+        let status = parse(&[&["status"][..], &flags].concat())?;
+        let Some(Command::Status(args)) = status.command else {
+            panic!("not status: {status:?}");
+        };
+        assert_eq!(args.namespaces, expected);
+        let samples = parse(&[&["samples"][..], &flags].concat())?;
+        let Some(Command::Samples(args)) = samples.command else {
+            panic!("not samples: {samples:?}");
+        };
+        assert_eq!(args.namespaces, expected);
+        // The same defaults as the operator's.
+        let Some(Command::Status(args)) = parse(&["status"])?.command else {
+            panic!("not status");
+        };
+        assert_eq!(args.namespaces, parse(&[])?.namespaces);
+        Ok(())
+    }
+
+    #[test]
+    fn only_embedded_default_ports_may_move() -> Result<(), clap::Error> {
+        let embedded = parse(&["--embedded"])?;
+        assert!(embedded.metrics_port_may_move() && embedded.probe_port_may_move());
+        let explicit = parse(&["--embedded", "--metrics-bind-address", "127.0.0.1:8080"])?;
+        assert!(!explicit.metrics_port_may_move() && explicit.probe_port_may_move());
+        let cluster = parse(&[])?;
+        assert!(!cluster.metrics_port_may_move() && !cluster.probe_port_may_move());
         Ok(())
     }
 

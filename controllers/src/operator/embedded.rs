@@ -8,14 +8,13 @@ use std::path::PathBuf;
 use envtest::{EnvtestError, TestEnv};
 use tokio_util::sync::CancellationToken;
 
-use super::cli::Cli;
-use super::run::{Exit, Operator, OperatorError, Settings};
-use super::samples::{SampleError, load_samples};
-use crate::simulate::SimulatedProviders;
+use std::net::SocketAddr;
 
-/// The namespaces the samples are written for (rewritten to `--mapi-namespace` and
-/// `--capi-namespace`).
-const SAMPLE_NAMESPACES: [&str; 2] = ["openshift-machine-api", "openshift-cluster-api"];
+use super::cli::{Cli, Listener};
+use super::http::BindError;
+use super::run::{Exit, MovablePorts, Operator, OperatorError, Settings};
+use super::samples::{SampleError, load_samples, sample_namespaces};
+use crate::simulate::SimulatedProviders;
 
 /// `--embedded` failed.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +22,9 @@ pub enum EmbeddedError {
     /// The API server did not start.
     #[error("embedded API server: {0}")]
     Envtest(#[from] EnvtestError),
+    /// `--embedded-port` is taken.
+    #[error(transparent)]
+    Port(BindError),
     /// A sample could not be loaded.
     #[error(transparent)]
     Sample(#[from] SampleError),
@@ -51,20 +53,32 @@ pub struct Embedded {
 /// writes the kubeconfig.
 pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
     let deploy = super::samples::deploy_dir();
+    let namespaces = cli.namespaces.namespaces();
     let env = TestEnv::builder()
         .port(cli.embedded_port)
         .crd_dir(deploy.join("crds"))
         .crd_dir(deploy.join("examples/crds"))
-        .namespace(&cli.mapi_namespace)
-        .namespace(&cli.capi_namespace)
+        .namespace(&namespaces.mapi)
+        .namespace(&namespaces.capi)
         .start()
-        .await?;
-    let rename = |namespace: &str| match namespace {
-        n if n == SAMPLE_NAMESPACES[0] => cli.mapi_namespace.clone(),
-        n if n == SAMPLE_NAMESPACES[1] => cli.capi_namespace.clone(),
-        other => other.to_owned(),
-    };
-    let samples = load_samples(&env.client(), &deploy.join("examples"), &rename).await?;
+        .await
+        .map_err(|error| match error {
+            // Only an explicit port can be busy (the default is a free one).
+            EnvtestError::Io(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                EmbeddedError::Port(BindError {
+                    address: SocketAddr::from(([127, 0, 0, 1], cli.embedded_port)),
+                    listener: Listener::EmbeddedApi,
+                    error,
+                })
+            }
+            other => EmbeddedError::Envtest(other),
+        })?;
+    let samples = load_samples(
+        &env.client(),
+        &deploy.join("examples"),
+        &sample_namespaces(&namespaces),
+    )
+    .await?;
     let kubeconfig = match &cli.embedded_kubeconfig {
         Some(path) => {
             env.write_kubeconfig(path)
@@ -97,7 +111,11 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
         let providers = SimulatedProviders::new(embedded.env.client(), settings.namespaces.clone());
         tokio::spawn(providers.run(shutdown.clone()))
     });
-    let operator = Operator::start(embedded.env.client(), settings, shutdown.clone()).await?;
+    // The default metrics and probe ports give way to free ones when busy (a second
+    // `--embedded` on the same machine); the lines below print the ones in use.
+    let ports = MovablePorts::from_cli(cli);
+    let operator =
+        Operator::start_with_ports(embedded.env.client(), settings, shutdown.clone(), ports).await?;
     let kubeconfig = embedded.kubeconfig.display();
     println!(
         "Embedded API server on {} with {} sample objects from deploy/examples.",

@@ -19,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::cli::Listener;
 use super::health::Health;
 use super::metrics::{Format, Metrics};
 
@@ -42,26 +43,74 @@ pub struct Routes {
     pub health: Option<Health>,
 }
 
-/// A listener could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot listen on {address} for {what}: {source}")]
+/// A listener could not be opened. The message names the address, the flag (and its
+/// environment variable) that sets it and what to do; the OS error is part of it once
+/// (no `source`, so a chain printer does not repeat it).
+#[derive(Debug)]
 pub struct BindError {
     /// The address.
     pub address: SocketAddr,
-    /// What it was for (`metrics`, `probes`).
-    pub what: &'static str,
+    /// What it was for, and the flags that set it.
+    pub listener: Listener,
     /// The error.
-    #[source]
-    pub source: std::io::Error,
+    pub error: std::io::Error,
 }
 
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            address,
+            listener,
+            error,
+        } = self;
+        let what = listener.what();
+        let how = listener.how_to_change();
+        if error.kind() == std::io::ErrorKind::AddrInUse {
+            write!(
+                f,
+                "cannot serve {what} on {address}: the port is in use by another process; {how}"
+            )
+        } else {
+            write!(f, "cannot serve {what} on {address}: {error}; {how}")
+        }
+    }
+}
+
+impl std::error::Error for BindError {}
+
 /// Binds `address` (port 0 picks a free port; see [`TcpListener::local_addr`]).
-pub async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpListener, BindError> {
-    TcpListener::bind(address).await.map_err(|source| BindError {
+pub async fn bind(address: SocketAddr, listener: Listener) -> Result<TcpListener, BindError> {
+    TcpListener::bind(address).await.map_err(|error| BindError {
         address,
-        what,
-        source,
+        listener,
+        error,
     })
+}
+
+/// [`bind`], but when `may_move` and the port is busy, a free port on the same host
+/// instead (`--embedded`'s default ports: a second one on the same machine still starts).
+pub async fn bind_or_move(
+    address: SocketAddr,
+    listener: Listener,
+    may_move: bool,
+) -> Result<TcpListener, BindError> {
+    match bind(address, listener).await {
+        Err(busy)
+            if may_move && address.port() != 0 && busy.error.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            let free = SocketAddr::new(address.ip(), 0);
+            let bound = bind(free, listener).await?;
+            tracing::info!(
+                busy = %address,
+                address = %bound.local_addr().unwrap_or(free),
+                "port {} is in use; serving {} on a free port instead",
+                address.port(),
+                listener.what()
+            );
+            Ok(bound)
+        }
+        other => other,
+    }
 }
 
 /// Serves `routes` on `listener` until `stop` is cancelled, then lets open connections

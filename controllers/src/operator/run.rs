@@ -23,7 +23,7 @@ use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncControlle
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::cli::Cli;
+use super::cli::{Cli, Listener};
 use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
@@ -127,10 +127,7 @@ impl Settings {
             retry_period: cli.leader_election_retry_period,
         });
         Self {
-            namespaces: Namespaces {
-                mapi: cli.mapi_namespace.clone(),
-                capi: cli.capi_namespace.clone(),
-            },
+            namespaces: cli.namespaces.namespaces(),
             concurrency: usize::from(cli.concurrency),
             replica: replica_name(cli),
             leader_election,
@@ -161,7 +158,7 @@ fn leader_election_namespace(cli: &Cli) -> String {
                 .ok()
                 .and_then(non_empty)
         })
-        .unwrap_or_else(|| cli.capi_namespace.clone())
+        .unwrap_or_else(|| cli.namespaces.capi_namespace.clone())
 }
 
 /// `--pod-name`/`$POD_NAME`, else the hostname.
@@ -181,14 +178,84 @@ fn replica_name(cli: &Cli) -> String {
 /// A client from `--kubeconfig`/`--context`, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account.
 pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
-    client_from(cli.kubeconfig.as_deref(), cli.context.as_deref()).await
+    Ok(client_from(cli.kubeconfig.as_deref(), cli.context.as_deref())
+        .await?
+        .client)
 }
 
-/// A client from a kubeconfig file and context, with [`client`]'s fallbacks.
+/// A client, and where it connects: what the tools (`status`, `convert --from-cluster`,
+/// `samples`) need to say which server they could not reach and how to point them at
+/// another.
+#[derive(Clone)]
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// The API server's URL.
+    pub url: String,
+    /// Where the configuration came from (`kubeconfig /path, context c`, `the in-cluster
+    /// service account`).
+    pub source: String,
+}
+
+impl Connection {
+    /// What a failed request means to the person who ran the command: for a server that
+    /// could not be reached, its URL, the cause and what to do; for an answer, the
+    /// server's message and code.
+    pub fn explain(&self, error: &kube::Error) -> String {
+        let Self { url, source, .. } = self;
+        match error {
+            kube::Error::Api(response) => format!(
+                "the API server at {url} answered {} {}: {}",
+                response.code, response.reason, response.message
+            ),
+            kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
+                "cannot connect to the API server at {url} (from {source}): {}; is it running? \
+                 Start it, or point --kubeconfig and --context at one that is",
+                root_cause(error)
+            ),
+            other => format!("talking to the API server at {url} (from {source}): {other}"),
+        }
+    }
+}
+
+/// The innermost error of a chain (for a refused connection: `Connection refused (os error
+/// 111)`, not hyper's `client error (Connect)`).
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+/// Where [`client_from`]'s configuration comes from, in words.
+fn config_source(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> String {
+    let file = match kubeconfig {
+        Some(path) => Some(format!("kubeconfig {}", path.display())),
+        None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            Some(paths) => Some(format!("kubeconfig $KUBECONFIG={}", paths.to_string_lossy())),
+            None => {
+                let default = std::env::var_os("HOME")
+                    .map(|home| std::path::PathBuf::from(home).join(".kube/config"))
+                    .filter(|path| path.exists());
+                default.map(|path| format!("kubeconfig {}", path.display()))
+            }
+        },
+    };
+    match (file, context) {
+        (Some(file), Some(context)) => format!("{file}, context {context}"),
+        (Some(file), None) => file,
+        (None, Some(context)) => format!("context {context}"),
+        (None, None) => "the in-cluster service account".to_owned(),
+    }
+}
+
+/// A client from a kubeconfig file and context, with [`client`]'s fallbacks, and where it
+/// connects.
 pub async fn client_from(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
-) -> Result<Client, OperatorError> {
+) -> Result<Connection, OperatorError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
@@ -200,7 +267,10 @@ pub async fn client_from(
         (None, Some(_)) => kube::Config::from_kubeconfig(&options).await?,
         (None, None) => kube::Config::infer().await?,
     };
-    Client::try_from(config).map_err(OperatorError::Client)
+    let url = config.cluster_url.to_string();
+    let source = config_source(kubeconfig, context);
+    let client = Client::try_from(config).map_err(OperatorError::Client)?;
+    Ok(Connection { client, url, source })
 }
 
 /// Runs the operator the command line describes until a signal (or a lost Lease).
@@ -246,6 +316,27 @@ pub fn stop_on_signals(shutdown: CancellationToken) -> Result<JoinHandle<()>, Op
     }))
 }
 
+/// Which listeners may serve on a free port when their address's port is busy (only the
+/// `--embedded` defaults; see [`Cli::metrics_port_may_move`]). By default none: a busy
+/// port is an error that names the flag to change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MovablePorts {
+    /// `/metrics`.
+    pub metrics: bool,
+    /// `/healthz` and `/readyz`.
+    pub probes: bool,
+}
+
+impl MovablePorts {
+    /// What the command line allows.
+    pub fn from_cli(cli: &Cli) -> Self {
+        Self {
+            metrics: cli.metrics_port_may_move(),
+            probes: cli.probe_port_may_move(),
+        }
+    }
+}
+
 /// A running operator: both controllers, the HTTP endpoints and leader election.
 pub struct Operator {
     metrics: Arc<Metrics>,
@@ -265,6 +356,17 @@ impl Operator {
         client: Client,
         settings: Settings,
         shutdown: CancellationToken,
+    ) -> Result<Self, OperatorError> {
+        Self::start_with_ports(client, settings, shutdown, MovablePorts::default()).await
+    }
+
+    /// [`Operator::start`], serving on a free port instead of a busy one where `ports`
+    /// allows it.
+    pub async fn start_with_ports(
+        client: Client,
+        settings: Settings,
+        shutdown: CancellationToken,
+        ports: MovablePorts,
     ) -> Result<Self, OperatorError> {
         if let Some(lease) = &settings.leader_election {
             lease.validate()?;
@@ -311,7 +413,12 @@ impl Operator {
             .metrics_address
             .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
         if let Some(address) = settings.metrics_address {
-            let listener = http::bind(address, if same { "metrics and probes" } else { "metrics" }).await?;
+            let which = if same {
+                Listener::MetricsAndProbes
+            } else {
+                Listener::Metrics
+            };
+            let listener = http::bind_or_move(address, which, ports.metrics).await?;
             let local = listener.local_addr().unwrap_or(address);
             metrics_address = Some(local);
             let routes = Routes {
@@ -324,7 +431,7 @@ impl Operator {
         if same {
             probe_address = metrics_address;
         } else if let Some(address) = settings.probe_address {
-            let listener = http::bind(address, "probes").await?;
+            let listener = http::bind_or_move(address, Listener::Probes, ports.probes).await?;
             let local = listener.local_addr().unwrap_or(address);
             probe_address = Some(local);
             let routes = Routes {

@@ -1,9 +1,12 @@
 //! Loading example manifests (`deploy/examples/*.yaml`) into an API server, for
-//! `--embedded`, the tests and the memory benchmark.
+//! `--embedded`, `controllers samples` (any cluster), the tests and the memory benchmark.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use std::io::Write;
+
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
@@ -36,19 +39,148 @@ pub enum SampleError {
     },
 }
 
+/// The namespaces the samples are written for (rewritten to `--mapi-namespace` and
+/// `--capi-namespace`).
+pub const SAMPLE_NAMESPACES: [&str; 2] = ["openshift-machine-api", "openshift-cluster-api"];
+
+/// Renames the namespaces the samples are written for to `namespaces`.
+pub fn sample_namespaces(namespaces: &sync_core::Namespaces) -> impl Fn(&str) -> String + '_ {
+    move |namespace: &str| match namespace {
+        n if n == SAMPLE_NAMESPACES[0] => namespaces.mapi.clone(),
+        n if n == SAMPLE_NAMESPACES[1] => namespaces.capi.clone(),
+        other => other.to_owned(),
+    }
+}
+
+/// `controllers samples` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SamplesArgs {
+    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Where the samples are written to: the operator's flags, environment variables and
+    /// defaults (the samples' own namespaces are renamed to these).
+    #[command(flatten)]
+    pub namespaces: super::cli::NamespaceArgs,
+    /// The directory of sample manifests.
+    #[arg(long, value_name = "DIR", default_value_os_t = deploy_dir().join("examples"))]
+    pub dir: PathBuf,
+}
+
+/// Runs `controllers samples`: 0 when every sample is there, 2 otherwise (the message
+/// names the file, the object and, for a server that cannot be reached, its URL).
+pub async fn run(args: &SamplesArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
+    let connection = match super::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref()).await
+    {
+        Ok(connection) => connection,
+        Err(error) => {
+            let _ = writeln!(err, "controllers samples: {error}");
+            return 2;
+        }
+    };
+    let namespaces = args.namespaces.namespaces();
+    let client = &connection.client;
+    for namespace in [&namespaces.mapi, &namespaces.capi] {
+        if let Err(error) = ensure_namespace(client, namespace).await {
+            let _ = writeln!(
+                err,
+                "controllers samples: creating namespace {namespace}: {}",
+                connection.explain(&error)
+            );
+            return 2;
+        }
+    }
+    match load(client, &args.dir, &sample_namespaces(&namespaces)).await {
+        Ok(loaded) => {
+            let _ = writeln!(
+                out,
+                "{} sample objects from {} in {} and {}: {} created, {} already there.",
+                loaded.created + loaded.existing,
+                args.dir.display(),
+                namespaces.mapi,
+                namespaces.capi,
+                loaded.created,
+                loaded.existing
+            );
+            0
+        }
+        Err(SampleError::Api {
+            path,
+            kind,
+            name,
+            source,
+        }) => {
+            let _ = writeln!(
+                err,
+                "controllers samples: {}: {kind} {name}: {}",
+                path.display(),
+                connection.explain(&source)
+            );
+            2
+        }
+        Err(error) => {
+            let _ = writeln!(err, "controllers samples: {error}");
+            2
+        }
+    }
+}
+
+/// Creates `name` unless it exists.
+async fn ensure_namespace(client: &Client, name: &str) -> Result<(), kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &namespace).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(response)) if response.code == 409 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 /// The `deploy/` directory of this source tree.
 pub fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
 }
 
+/// How many sample objects [`load`] created, and how many were there already.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Created now.
+    pub created: usize,
+    /// Found (by name), and kept.
+    pub existing: usize,
+}
+
 /// Creates the objects of every `*.yaml` file directly in `dir` (sorted by name), the way
 /// `kubectl create` would, then sets their `status` through the status subresource.
-/// Owner references' `uid`s are filled in from the objects created before them.
+/// Owner references' `uid`s are filled in from the objects created before them. Returns
+/// how many were created (see [`load`]).
 pub async fn load_samples(
     client: &Client,
     dir: &Path,
     rename_namespace: &dyn Fn(&str) -> String,
 ) -> Result<usize, SampleError> {
+    load(client, dir, rename_namespace)
+        .await
+        .map(|loaded| loaded.created)
+}
+
+/// [`load_samples`], counting the objects already there: one that exists is kept as it
+/// is (its uid fills the owner references of the objects after it), so loading twice is
+/// harmless.
+pub async fn load(
+    client: &Client,
+    dir: &Path,
+    rename_namespace: &dyn Fn(&str) -> String,
+) -> Result<Loaded, SampleError> {
     let sample_error = |path: &Path, message: String| SampleError::File {
         path: path.to_path_buf(),
         message,
@@ -61,7 +193,7 @@ pub async fn load_samples(
     files.sort();
     // (group, kind, namespace, name) → uid
     let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
-    let mut created = 0;
+    let mut loaded = Loaded::default();
     for path in files {
         let text = std::fs::read_to_string(&path).map_err(|e| sample_error(&path, e.to_string()))?;
         let docs: Vec<Value> =
@@ -95,10 +227,17 @@ pub async fn load_samples(
                 Scope::Namespaced => Api::namespaced_with(client.clone(), &namespace, &resource),
                 Scope::Cluster => Api::all_with(client.clone(), &resource),
             };
-            let stored = api
-                .create(&PostParams::default(), &object)
-                .await
-                .map_err(api_error)?;
+            let (stored, created) = match api.create(&PostParams::default(), &object).await {
+                Ok(stored) => {
+                    loaded.created += 1;
+                    (stored, true)
+                }
+                Err(kube::Error::Api(response)) if response.code == 409 => {
+                    loaded.existing += 1;
+                    (api.get(&name).await.map_err(api_error)?, false)
+                }
+                Err(error) => return Err(api_error(error)),
+            };
             if let Some(uid) = stored.uid() {
                 uids.insert(
                     (
@@ -110,16 +249,15 @@ pub async fn load_samples(
                     uid,
                 );
             }
-            if let Some(status) = status {
+            if let Some(status) = status.filter(|_| created) {
                 let patch = Patch::Merge(serde_json::json!({ "status": status }));
                 api.patch_status(&name, &PatchParams::default(), &patch)
                     .await
                     .map_err(api_error)?;
             }
-            created += 1;
         }
     }
-    Ok(created)
+    Ok(loaded)
 }
 
 /// Sets the `uid` of every owner reference that names an object created before.

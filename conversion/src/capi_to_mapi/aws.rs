@@ -188,6 +188,11 @@ fn filters<'a>(filters: impl Iterator<Item = (&'a String, &'a Vec<String>)>) -> 
         .collect()
 }
 
+/// A value as the object shows it.
+fn json(value: impl serde::Serialize) -> Option<serde_json::Value> {
+    serde_json::to_value(value).ok()
+}
+
 /// Every `AWSMachine` field the Machine API has no way to express.
 fn reject_unsupported(
     spec: &AwsMachineSpec,
@@ -195,13 +200,17 @@ fn reject_unsupported(
     path: &FieldPath,
     report: &mut Report,
 ) {
-    let mut unsupported = |field: FieldPath, value: &dyn std::fmt::Debug, message: &str| {
-        report.error(FieldError::unsupported(field, format!("{value:?}"), message));
+    // `None`: a field whose value says nothing more (reported as Forbidden).
+    let mut unsupported = |field: FieldPath, value: Option<serde_json::Value>, message: &str| {
+        report.error(match value {
+            Some(value) => FieldError::unsupported(field, value, message),
+            None => FieldError::forbidden(field, message),
+        });
     };
     if let Some(lookup) = spec.ami.as_ref().and_then(|a| a.eks_lookup_type.as_ref()) {
         unsupported(
             path.child("ami").child("eksLookupType"),
-            lookup,
+            json(lookup),
             "EKS AMI lookup is not supported",
         );
     }
@@ -217,7 +226,7 @@ fn reject_unsupported(
         if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
             unsupported(
                 path.child(field),
-                &value,
+                json(value),
                 &format!("{field} is not supported by the Machine API"),
             );
         }
@@ -229,35 +238,35 @@ fn reject_unsupported(
     {
         unsupported(
             path.child("securityGroupOverrides"),
-            &spec.security_group_overrides,
+            json(&spec.security_group_overrides),
             "securityGroupOverrides are not supported",
         );
     }
     if spec.network_interfaces.as_ref().is_some_and(|n| !n.is_empty()) {
         unsupported(
             path.child("networkInterfaces"),
-            &spec.network_interfaces,
+            json(&spec.network_interfaces),
             "networkInterfaces are not supported",
         );
     }
     if let Some(value) = spec.uncompressed_user_data {
         unsupported(
             path.child("uncompressedUserData"),
-            &value,
+            json(value),
             "uncompressedUserData is not supported",
         );
     }
     if spec.cloud_init.as_ref().is_some_and(|c| c != &Default::default()) {
         unsupported(
             path.child("cloudInit"),
-            &"set",
+            None,
             "cloudInit is not supported (OpenShift uses Ignition)",
         );
     }
     if spec.elastic_ip_pool.is_some() {
         unsupported(
             path.child("elasticIpPool"),
-            &"set",
+            None,
             "elasticIpPool is not supported by the Machine API",
         );
     }
@@ -265,14 +274,14 @@ fn reject_unsupported(
         if ignition.proxy.is_some() {
             unsupported(
                 path.child("ignition").child("proxy"),
-                &"set",
+                None,
                 "ignition proxy is not supported",
             );
         }
         if ignition.tls.is_some() {
             unsupported(
                 path.child("ignition").child("tls"),
-                &"set",
+                None,
                 "ignition tls is not supported",
             );
         }
@@ -291,7 +300,7 @@ fn reject_unsupported(
         if !dual_stack || dns != &crate::mapi_to_capi::dual_stack_dns_name() {
             report.error(FieldError::unsupported(
                 path.child("privateDnsName"),
-                format!("{dns:?}"),
+                dns,
                 "the Machine API derives private DNS names from the cluster's IP family; other settings are not supported",
             ));
         }
@@ -356,9 +365,8 @@ fn dedicated_host(
     match spec.host_affinity {
         None => {
             if spec.dynamic_host_allocation.is_some() {
-                report.error(FieldError::invalid(
+                report.error(FieldError::forbidden(
                     path.child("dynamicHostAllocation"),
-                    "set",
                     "only allowed when hostAffinity is host",
                 ));
             }
@@ -369,9 +377,8 @@ fn dedicated_host(
         }
         Some(AwsMachineHostAffinity::Default) => {
             if spec.dynamic_host_allocation.is_some() {
-                report.error(FieldError::invalid(
+                report.error(FieldError::forbidden(
                     path.child("dynamicHostAllocation"),
-                    "set",
                     "only allowed when hostAffinity is host",
                 ));
                 return None;
@@ -387,9 +394,8 @@ fn dedicated_host(
         }
         Some(AwsMachineHostAffinity::Host) => match (host_id, &spec.dynamic_host_allocation) {
             (Some(_), Some(_)) => {
-                report.error(FieldError::invalid(
+                report.error(FieldError::forbidden(
                     path.child("dynamicHostAllocation"),
-                    "set",
                     "hostID and dynamicHostAllocation are mutually exclusive",
                 ));
                 None

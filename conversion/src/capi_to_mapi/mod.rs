@@ -245,14 +245,14 @@ fn convert_spec(
     if spec.readiness_gates.as_ref().is_some_and(|g| !g.is_empty()) {
         report.error(FieldError::unsupported(
             path.child("readinessGates"),
-            spec.readiness_gates.as_ref().map(Vec::len),
+            &spec.readiness_gates,
             "readinessGates are not supported",
         ));
     }
     if spec.taints.as_ref().is_some_and(|t| !t.is_empty()) {
         report.error(FieldError::unsupported(
             path.child("taints"),
-            spec.taints.as_ref().map(Vec::len),
+            &spec.taints,
             "taints are not converted: the Machine API to Cluster API conversion does not carry them back",
         ));
     }
@@ -301,9 +301,8 @@ fn convert_spec(
 /// conversion does not read.
 fn reject_control_plane(labels: Option<&meta::Map>, path: &FieldPath, report: &mut Report) {
     if labels.is_some_and(|l| l.contains_key(CAPI_CONTROL_PLANE_LABEL)) {
-        report.error(FieldError::unsupported(
+        report.error(FieldError::forbidden(
             path.key(CAPI_CONTROL_PLANE_LABEL),
-            "set",
             "control plane machines are not converted (their load balancers live in the AWSCluster)",
         ));
     }

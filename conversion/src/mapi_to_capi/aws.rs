@@ -198,7 +198,7 @@ fn ami(reference: &AwsResourceReference, path: &FieldPath, report: &mut Report) 
     if reference.filters.as_ref().is_some_and(|f| !f.is_empty()) {
         report.error(FieldError::unsupported(
             path.child("filters"),
-            reference.filters.as_ref().map(Vec::len),
+            &reference.filters,
             "an AMI by filters is not supported by Cluster API",
         ));
     }
@@ -233,7 +233,7 @@ fn reference_id_only(
     if reference.filters.as_ref().is_some_and(|f| !f.is_empty()) {
         report.error(FieldError::unsupported(
             path.child("filters"),
-            reference.filters.as_ref().map(Vec::len),
+            &reference.filters,
             format!("{what} by filters is not supported by Cluster API"),
         ));
     }
@@ -456,9 +456,8 @@ fn dedicated_host(
                 spec.host_id = Some(dedicated.id.clone());
             }
             if dedicated.dynamic_host_allocation.is_some() {
-                report.error(FieldError::invalid(
+                report.error(FieldError::forbidden(
                     path.child("dynamicHostAllocation"),
-                    "set",
                     "only allowed with allocationStrategy Dynamic",
                 ));
             }
@@ -567,7 +566,7 @@ fn volumes(
             if key.filters.as_ref().is_some_and(|f| !f.is_empty()) {
                 report.error(FieldError::unsupported(
                     path.child("ebs").child("kmsKey").child("filters"),
-                    key.filters.as_ref().map(Vec::len),
+                    &key.filters,
                     "a KMS key by filters is not supported by Cluster API",
                 ));
             }
@@ -589,9 +588,8 @@ fn volumes(
         let throughput = ebs.throughput_mib.map(i64::from);
         if is_root {
             if root.is_some() {
-                report.error(FieldError::invalid(
+                report.error(FieldError::required(
                     path.child("deviceName"),
-                    "unset",
                     "only one block device (the root volume) may omit deviceName",
                 ));
                 continue;

@@ -323,7 +323,7 @@ fn convert_spec(
     if spec.taints.as_ref().is_some_and(|t| !t.is_empty()) {
         report.error(FieldError::unsupported(
             path.child("taints"),
-            spec.taints.as_ref().map(Vec::len),
+            &spec.taints,
             "taints are not supported: OpenShift's Cluster API does not propagate them to Nodes",
         ));
     }
@@ -398,9 +398,8 @@ pub(crate) fn parse_provider(
                 return None;
             }
             for unknown in unknown {
-                report.error(FieldError::unsupported(
+                report.error(FieldError::forbidden(
                     unknown,
-                    "set",
                     "not a field of AWSMachineProviderConfig; it would be lost",
                 ));
             }
