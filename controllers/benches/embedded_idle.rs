@@ -33,7 +33,13 @@ fn main() -> BenchResult<()> {
             .unwrap_or(600),
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_controllers"))
-        .args(["--embedded", "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"])
+        .args([
+            "--embedded",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
@@ -51,16 +57,28 @@ fn main() -> BenchResult<()> {
     Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
     child.wait()?;
     let outcome = outcome?;
-    println!("controllers --embedded, simulated providers on, idle {} s after the samples settled", window.as_secs());
-    println!("  settled after:                 {:.1} s", outcome.settled.as_secs_f64());
-    println!("  synced objects changed:        {} of {}", outcome.changed, outcome.objects);
+    println!(
+        "controllers --embedded, simulated providers on, idle {} s after the samples settled",
+        window.as_secs()
+    );
+    println!(
+        "  settled after:                 {:.1} s",
+        outcome.settled.as_secs_f64()
+    );
+    println!(
+        "  synced objects changed:        {} of {}",
+        outcome.changed, outcome.objects
+    );
     println!(
         "  CPU over the window:           {:.2} s = {:.2} % of a core",
         outcome.cpu.as_secs_f64(),
         100.0 * outcome.cpu.as_secs_f64() / window.as_secs_f64()
     );
     let mib = |kib: u64| kib as f64 / 1024.0;
-    let (first, last) = (outcome.rss.first().copied().unwrap_or(0), outcome.rss.last().copied().unwrap_or(0));
+    let (first, last) = (
+        outcome.rss.first().copied().unwrap_or(0),
+        outcome.rss.last().copied().unwrap_or(0),
+    );
     let (low, high) = (
         outcome.rss.iter().copied().min().unwrap_or(0),
         outcome.rss.iter().copied().max().unwrap_or(0),
@@ -107,7 +125,10 @@ fn measure(pid: u32, kubeconfig: &str, window: Duration) -> BenchResult<Outcome>
     }
     let cpu = cpu(pid)?.saturating_sub(cpu_before);
     let after = versions(kubeconfig)?;
-    let changed = after.lines().filter(|line| !last.lines().any(|l| l == *line)).count();
+    let changed = after
+        .lines()
+        .filter(|line| !last.lines().any(|l| l == *line))
+        .count();
     Ok(Outcome {
         settled,
         objects: last.lines().count(),
@@ -142,7 +163,12 @@ fn rss_kib(pid: u32) -> BenchResult<u64> {
 /// of 1/100 s on Linux).
 fn cpu(pid: u32) -> BenchResult<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default().split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     // After the command's closing parenthesis, utime and stime are the 12th and 13th.
     Ok(Duration::from_millis((ticks(11) + ticks(12)) * 10))

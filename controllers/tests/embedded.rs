@@ -26,8 +26,8 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
+/// `controllers --embedded` on free ports, and the kubeconfig it printed.
+async fn embedded() -> (Operator, String) {
     let mut operator = Operator::spawn(&[
         "--embedded",
         "--metrics-bind-address",
@@ -40,6 +40,12 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
             line.strip_prefix("kubeconfig: ").map(str::to_owned)
         })
         .await;
+    (operator, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
+    let (mut operator, kubeconfig) = embedded().await;
     let paste = operator
         .wait_line("the kubectl line", |line| {
             line.trim()
@@ -199,18 +205,7 @@ fn versions(kubeconfig: &str) -> String {
 async fn the_embedded_default_writes_nothing_once_the_samples_settle() {
     const QUIET: std::time::Duration = std::time::Duration::from_secs(5);
     const WINDOW: std::time::Duration = std::time::Duration::from_secs(15);
-    let mut operator = Operator::spawn(&[
-        "--embedded",
-        "--metrics-bind-address",
-        "127.0.0.1:0",
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
-    ]);
-    let kubeconfig = operator
-        .wait_line("the kubeconfig line", |line| {
-            line.strip_prefix("kubeconfig: ").map(str::to_owned)
-        })
-        .await;
+    let (mut operator, kubeconfig) = embedded().await;
     // Settled: the AWS sample's AWSMachine is running and nothing changed for QUIET.
     let mut last = (versions(&kubeconfig), std::time::Instant::now());
     wait_for("the samples to settle", TIMEOUT * 2, || {

@@ -170,7 +170,7 @@ async fn an_apply_over_a_stale_object_is_refused_and_changes_nothing() -> TestRe
     let desired = capi_machine("m", &[("a", "2")]);
     let refused = apply_over(&api, MANAGER, &stale, &desired, Part::Object).await;
     assert!(
-        matches!(&refused, Err(kube::Error::Api(e)) if e.code == 409),
+        matches!(&refused, Err(sync_core::toolkit::ApplyError::Api(kube::Error::Api(e))) if e.code == 409),
         "{refused:?}"
     );
     let after = live(&api, "m").await?;

@@ -46,6 +46,12 @@ fn own_generation(machine: &mapi::Machine) -> Option<i64> {
     machine.metadata.generation
 }
 
+/// A MachineAPI-authoritative AWS Machine, once Synchronized=True at its generation.
+async fn machine_api_machine(cluster: &Cluster, name: &str) -> TestResult<mapi::Machine> {
+    create_aws_machine(cluster, name, "MachineAPI", &[], None, provider_spec("m6i.large")).await?;
+    synced_machine(cluster, name, own_generation).await
+}
+
 #[tokio::test]
 async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine() -> TestResult {
     let cluster = aws_cluster().await?;
@@ -412,16 +418,7 @@ fn no_hook_errors(sync: &RealSync, name: &str) -> TestResult {
 async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() -> TestResult {
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, true).await?;
-    create_aws_machine(
-        &cluster,
-        "w-1",
-        "MachineAPI",
-        &[],
-        None,
-        provider_spec("m6i.large"),
-    )
-    .await?;
-    synced_machine(&cluster, "w-1", own_generation).await?;
+    machine_api_machine(&cluster, "w-1").await?;
     // The MAPI provider holds its finalizer until it has deleted the instance.
     let mapi_api = cluster.mapi_machines();
     eventually("the MAPI provider's finalizer", || {
@@ -508,16 +505,7 @@ async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult 
 async fn an_infra_machine_spec_change_recreates_it() -> TestResult {
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine(
-        &cluster,
-        "w-1",
-        "MachineAPI",
-        &[],
-        None,
-        provider_spec("m6i.large"),
-    )
-    .await?;
-    synced_machine(&cluster, "w-1", own_generation).await?;
+    machine_api_machine(&cluster, "w-1").await?;
     let first = aws(&cluster, "AWSMachine").get("w-1").await?;
     cluster
         .mapi_machines()
@@ -917,16 +905,7 @@ fn condition_types(infra: &kube::api::DynamicObject) -> Vec<String> {
 async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> TestResult {
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, true).await?;
-    create_aws_machine(
-        &cluster,
-        "w-1",
-        "MachineAPI",
-        &[],
-        None,
-        provider_spec("m6i.large"),
-    )
-    .await?;
-    synced_machine(&cluster, "w-1", own_generation).await?;
+    machine_api_machine(&cluster, "w-1").await?;
     let infra = aws(&cluster, "AWSMachine");
     let merged = eventually("the provider's Paused beside the sync's conditions", || {
         let infra = infra.clone();
@@ -959,16 +938,7 @@ async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought() -> T
     const HOSTILE: &str = "hostile-writer";
     let cluster = aws_cluster().await?;
     let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine(
-        &cluster,
-        "w-1",
-        "MachineAPI",
-        &[],
-        None,
-        provider_spec("m6i.large"),
-    )
-    .await?;
-    synced_machine(&cluster, "w-1", own_generation).await?;
+    machine_api_machine(&cluster, "w-1").await?;
     let infra = aws(&cluster, "AWSMachine");
     let stop = tokio_util::sync::CancellationToken::new();
     let (polls, writes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));

@@ -259,7 +259,8 @@ fn changes(
     subresource: Option<&str>,
 ) -> bool {
     let owned = owned_by(live, managed, manager, subresource);
-    !same(&owned, body) && !(holds(live, body, Ignore::Top) && holds(body, &owned, Ignore::Top))
+    let nothing_to_take = holds(live, body, Ignore::Top) && holds(body, &owned, Ignore::Top);
+    !(same(&owned, body) || nothing_to_take)
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.

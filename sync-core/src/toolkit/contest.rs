@@ -252,7 +252,9 @@ mod tests {
         for _ in 0..RESTORES {
             assert_eq!(write(&overwritten, &body), Ok(()));
         }
-        let error = write(&overwritten, &body).expect_err("a contest");
+        let Err(error) = write(&overwritten, &body) else {
+            panic!("no contest after {RESTORES} restores")
+        };
         assert_eq!(error.other, "hostile");
         assert_eq!(error.retry_in, FIRST_HOLD_OFF);
         assert!(
@@ -260,7 +262,9 @@ mod tests {
             "{error}"
         );
         // Held off: still refused, with the time left.
-        let again = write(&overwritten, &body).expect_err("held off");
+        let Err(again) = write(&overwritten, &body) else {
+            panic!("written during the hold-off")
+        };
         assert!(again.retry_in <= FIRST_HOLD_OFF);
         // A write that is not a restore ends it.
         assert_eq!(
