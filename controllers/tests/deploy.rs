@@ -229,7 +229,7 @@ fn rbac_is_least_privilege() {
             assert_eq!(
                 rules(role),
                 [
-                    serde_json::json!({"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]})
+                    serde_json::json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]})
                 ],
                 "{role}"
             );
