@@ -24,6 +24,7 @@ use sync_core::toolkit::{
 use sync_macros::sync_controller;
 
 use crate::sync::infra;
+use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{
     CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners,
@@ -107,6 +108,9 @@ impl MachineHooks {
         ctx: &Ctx,
         paused: bool,
     ) -> HookResult {
+        if let Some(message) = takeover::foreign_capi(mapi, objects.capi.as_deref(), SYNC_MANAGERS) {
+            return report::fail(ctx, CONTROLLER, objects, takeover::REASON, message).await;
+        }
         let apis = Apis::new(ctx, self.capi_sets.clone());
         if finalizers::ensure(&apis.mapi, mapi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());

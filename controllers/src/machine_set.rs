@@ -21,6 +21,7 @@ use sync_macros::sync_controller;
 
 use crate::machine::{add_finalizer, set_paused, warn_conversion};
 use crate::sync::infra;
+use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair};
 use crate::sync::{CAPI_MACHINE_SET_FINALIZER, Cluster, MACHINE_SET_LABEL, Platform, owners};
 
@@ -77,6 +78,9 @@ impl MachineSetHooks {
         ctx: &Ctx,
         paused: bool,
     ) -> HookResult {
+        if let Some(message) = takeover::foreign_capi(mapi, objects.capi.as_deref(), SYNC_MANAGERS) {
+            return report::fail(ctx, CONTROLLER, objects, takeover::REASON, message).await;
+        }
         let apis = Apis::new(ctx);
         if finalizers::ensure(&apis.mapi, mapi, SYNC_FINALIZER).await? {
             return Ok(Action::await_change());

@@ -228,9 +228,7 @@ fn rbac_is_least_privilege() {
             // Only the Events about the cluster-scoped Infrastructure object.
             assert_eq!(
                 rules(role),
-                [
-                    serde_json::json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]})
-                ],
+                [serde_json::json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]})],
                 "{role}"
             );
         }

@@ -1043,3 +1043,79 @@ async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
     assert!(!infra.annotations().contains_key(LAST_APPLIED));
     sync.stop().await
 }
+
+/// Without the admission policies, the sync itself never writes over a CAPI MachineSet
+/// someone else created under the name of a new MachineAPI-authoritative MAPI set: the
+/// pair is Synchronized=False with its own reason and a Warning Event, and the CAPI set
+/// keeps its infrastructureRef, with nothing of the sync's on it.
+#[tokio::test]
+async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    let hand_made: capi::MachineSet = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+        "metadata": {"name": "taken"},
+        "spec": {
+            "clusterName": CLUSTER_NAME,
+            "selector": {"matchLabels": {"set": "taken"}},
+            "template": {
+                "metadata": {"labels": {"set": "taken"}},
+                "spec": {
+                    "clusterName": CLUSTER_NAME,
+                    "bootstrap": {"dataSecretName": "mine"},
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "hand-made"}
+                }
+            }
+        }
+    }))?;
+    cluster
+        .capi_machine_sets()
+        .create(&PostParams::default(), &hand_made)
+        .await?;
+    create_aws_machine_set(&cluster, "taken", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    let api = cluster.mapi_machine_sets();
+    let refused = eventually("Synchronized=False CAPIObjectNotCreatedBySync", || {
+        let api = api.clone();
+        async move {
+            let set = api.get("taken").await?;
+            let condition = set
+                .status
+                .as_ref()
+                .and_then(|s| s.sync.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Synchronized").cloned());
+            Ok(condition
+                .filter(|c| c.status == "False" && c.reason.as_deref() == Some("CAPIObjectNotCreatedBySync")))
+        }
+    })
+    .await?;
+    assert!(
+        refused
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("was not created by the sync")),
+        "{refused:?}"
+    );
+    let events = e2e::migration::events_about(&cluster, &cluster.namespaces.mapi, "taken").await?;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason == "SynchronizationError" && e.note.contains("CAPIObjectNotCreatedBySync")),
+        "{events:?}"
+    );
+    let capi = cluster.capi_machine_sets().get("taken").await?;
+    assert_eq!(capi.spec.template.spec.infrastructure_ref.name, "hand-made");
+    assert_eq!(
+        capi.spec.template.spec.bootstrap.data_secret_name.as_deref(),
+        Some("mine")
+    );
+    assert!(finalizers_of(&capi).is_empty(), "{:?}", capi.finalizers());
+    let managers: Vec<_> = capi
+        .managed_fields()
+        .iter()
+        .filter_map(|e| e.manager.clone())
+        .filter(|m| m.contains("Sync"))
+        .collect();
+    assert!(managers.is_empty(), "{managers:?}");
+    assert!(templates(&cluster, "taken").await?.is_empty());
+    sync.stop().await
+}

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod convert;
 pub mod infra;
 pub mod owners;
+pub mod takeover;
 pub mod teardown;
 
 pub use cluster::Cluster;
