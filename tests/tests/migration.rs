@@ -280,6 +280,7 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
         .capi_machines()
         .patch_status("w-1", &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
+    infra_reports_paused(&cluster, "w-1").await?;
     let machine = machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     assert_eq!(migration(&machine), Some(("True".into(), "RolledBack".into())));
     assert!(is_paused(&cluster.capi_machines().get("w-1").await?));
@@ -292,6 +293,18 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
     .await?;
     monitor.check()?;
     sync.stop().await
+}
+
+/// The AWSMachine `name` reports `Paused=True`, as CAPA does once it sees the annotation
+/// (the tests without providers stand in for it).
+async fn infra_reports_paused(cluster: &e2e::Cluster, name: &str) -> TestResult {
+    let paused = json!({"status": {"conditions": [{
+        "type": "Paused", "status": "True", "reason": "Paused", "message": "paused by annotation",
+        "severity": "Info", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    aws(cluster, "AWSMachine")
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&paused))
+        .await?;
+    Ok(())
 }
 
 fn failed_migrations(sync: &RealSync, name: &str) -> usize {
@@ -484,7 +497,9 @@ async fn migrations_survive_dropped_and_expired_watches() -> TestResult {
 
 /// Upstream #300: the migration controller did not watch CAPI objects, so a migration
 /// whose only remaining change was the CAPI side's Paused condition never went on. With
-/// no providers and a stall timeout far away, only the CAPI watch can move it here.
+/// no providers and a stall timeout far away, only the CAPI watches can move it here.
+/// The InfraMachine reports Paused late: until it does, the CAPI Machine's Paused alone
+/// does not end the wait (upstream waits for both).
 #[tokio::test]
 async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
     let cluster = aws_cluster().await?;
@@ -509,10 +524,34 @@ async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
     let paused = json!({"status": {"conditions": [{
         "type": "Paused", "status": "True", "reason": "Paused", "message": "",
         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    let reconciled = || {
+        sync.observer
+            .reconciles()
+            .iter()
+            .filter(|r| r.controller == "machine-migration" && r.name == "w-1")
+            .count()
+    };
+    let before = reconciled();
     cluster
         .capi_machines()
         .patch_status("w-1", &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
+    // The CAPI Machine's change is seen, and the migration still waits for the AWSMachine.
+    eventually("a migration reconcile after the CAPI Machine paused", || async {
+        Ok((reconciled() > before).then_some(()))
+    })
+    .await?;
+    let machine = cluster.mapi_machines().get("w-1").await?;
+    assert_eq!(
+        migration(&machine),
+        Some(("Unknown".into(), "WaitingForPaused".into()))
+    );
+    let message = condition::find(&machine, "Migration").and_then(|c| c.message.clone());
+    assert_eq!(
+        message.as_deref(),
+        Some("waiting for ClusterAPI to report Paused=True, on its object and its infrastructure object")
+    );
+    infra_reports_paused(&cluster, "w-1").await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     sync.stop().await
 }

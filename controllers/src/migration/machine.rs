@@ -24,6 +24,8 @@ pub type MachineMigrationHooks = Migrator<MachineMigration>;
 impl MigratingPair for MachineMigration {
     const CONTROLLER: &'static str = "MachineMigrationController";
 
+    const INFRA_REPORTS_PAUSED: bool = true;
+
     fn requested(mapi: &mapi::Machine) -> Option<&AuthoritativeApi> {
         mapi.spec.authoritative_api.as_ref()
     }

@@ -24,6 +24,8 @@ pub type MachineSetMigrationHooks = Migrator<MachineSetMigration>;
 impl MigratingPair for MachineSetMigration {
     const CONTROLLER: &'static str = "MachineSetMigrationController";
 
+    const INFRA_REPORTS_PAUSED: bool = false;
+
     fn requested(mapi: &mapi::MachineSet) -> Option<&AuthoritativeApi> {
         mapi.spec.authoritative_api.as_ref()
     }

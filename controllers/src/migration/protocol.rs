@@ -88,6 +88,10 @@ pub trait MigratingPair: SyncPair {
     fn requested(mapi: &Self::Mapi) -> Option<&AuthoritativeApi>;
     /// The v1beta2 conditions of the CAPI object.
     fn capi_conditions(capi: &Self::Capi) -> &[V1Condition];
+    /// Whether the infrastructure object has a controller of its own that reports
+    /// `Paused` (an InfraMachine: its provider), so that pausing the Cluster API side
+    /// waits for it too, as upstream does; a template has none.
+    const INFRA_REPORTS_PAUSED: bool;
 }
 
 /// A migration controller's hooks for pair `K`.
@@ -135,8 +139,8 @@ where
         let Some(mapi) = objects.mapi.as_deref() else {
             return Ok(Action::await_change());
         };
-        let infra_paused = infra_paused(ctx, objects).await?;
-        let observed = observe::<K>(mapi, objects, infra_paused);
+        let infra = infra_pause::<K>(ctx, objects).await?;
+        let observed = observe::<K>(mapi, objects, infra);
         let step = migration::plan(&observed);
         tracing::debug!(?step, ?observed, "migration step");
         let api = Api::<K::Mapi>::namespaced(ctx.client.clone(), &ctx.namespaces.mapi);
@@ -189,7 +193,14 @@ where
                 Ok(Action::await_change())
             }
             Step::WaitForPaused(side) => {
-                let message = format!("waiting for {side} to report Paused=True");
+                let message = match side {
+                    Side::Capi if K::INFRA_REPORTS_PAUSED => {
+                        format!(
+                            "waiting for {side} to report Paused=True, on its object and its infrastructure object"
+                        )
+                    }
+                    _ => format!("waiting for {side} to report Paused=True"),
+                };
                 self.wait(&report, &step, PAUSE_TIMED_OUT, message, "WaitingForPaused")
                     .await
             }
@@ -347,23 +358,50 @@ fn in_flight_since<M: MapiObject>(mapi: &M) -> Option<Timestamp> {
         .map(|t| t.0)
 }
 
-/// Whether the referenced infrastructure object carries the pause annotation (`None`: no
-/// reference, or no such object). From the cache, else — its watch may not have listed
+/// What the migration sees of the infrastructure object's pause (`None`: no reference,
+/// or no such object).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InfraPause {
+    /// It carries the pause annotation.
+    annotated: bool,
+    /// Its controller reports `Paused=True` (always true for a kind without one,
+    /// [`MigratingPair::INFRA_REPORTS_PAUSED`]).
+    reported: bool,
+}
+
+/// The infrastructure object's pause. From the cache, else — its watch may not have listed
 /// yet, after a restart — from the API server: a missing entry is not a missing object.
-async fn infra_paused<K: MigratingPair>(
+/// The `Paused` condition needs the whole object; the annotation only its metadata.
+async fn infra_pause<K: MigratingPair>(
     ctx: &Ctx<K>,
     objects: &SyncObjects<K>,
-) -> Result<Option<bool>, HookError> {
+) -> Result<Option<InfraPause>, HookError> {
     if objects.infra_ref().is_none() {
         return Ok(None);
     }
-    if let Some(meta) = objects.infra.as_deref() {
-        return Ok(Some(has_pause_annotation(meta.metadata.annotations.as_ref())));
+    if !K::INFRA_REPORTS_PAUSED
+        && let Some(meta) = objects.infra.as_deref()
+    {
+        let annotated = has_pause_annotation(meta.metadata.annotations.as_ref());
+        return Ok(Some(InfraPause {
+            annotated,
+            reported: true,
+        }));
     }
-    Ok(ctx
-        .infra_object(objects)
-        .await?
-        .map(|infra| has_pause_annotation(infra.metadata.annotations.as_ref())))
+    Ok(ctx.infra_object(objects).await?.map(|infra| InfraPause {
+        annotated: has_pause_annotation(infra.metadata.annotations.as_ref()),
+        reported: !K::INFRA_REPORTS_PAUSED || reports_paused(&infra.data["status"]),
+    }))
+}
+
+/// Whether an infrastructure object's status says `Paused=True`: in its conditions (CAPA's
+/// v1beta1 list, or the contract's v1beta2 ones), `status.v1beta2.conditions` included.
+fn reports_paused(status: &serde_json::Value) -> bool {
+    [&status["conditions"], &status["v1beta2"]["conditions"]]
+        .into_iter()
+        .filter_map(serde_json::Value::as_array)
+        .flatten()
+        .any(|c| c["type"] == PAUSED && c["status"] == "True")
 }
 
 fn has_pause_annotation(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
@@ -371,7 +409,12 @@ fn has_pause_annotation(annotations: Option<&std::collections::BTreeMap<String, 
 }
 
 /// What the migration sees of a pair.
-fn observe<K: MigratingPair>(mapi: &K::Mapi, objects: &SyncObjects<K>, on_infra: Option<bool>) -> Observed {
+fn observe<K: MigratingPair>(
+    mapi: &K::Mapi,
+    objects: &SyncObjects<K>,
+    infra: Option<InfraPause>,
+) -> Observed {
+    let on_infra = infra.map(|i| i.annotated);
     let sync = mapi.sync_status();
     let current = mapi.authoritative_api().cloned();
     let capi = objects.capi.as_deref();
@@ -399,7 +442,8 @@ fn observe<K: MigratingPair>(mapi: &K::Mapi, objects: &SyncObjects<K>, on_infra:
                 all: on_capi && on_infra.unwrap_or(true),
                 any: on_capi || on_infra.unwrap_or(false),
             }),
-            paused: pause::paused_condition(K::capi_conditions(capi)) == Some(true),
+            paused: pause::paused_condition(K::capi_conditions(capi)) == Some(true)
+                && infra.is_none_or(|i| i.reported),
         }
     });
     Observed {
@@ -440,9 +484,9 @@ async fn set_paused<K: MigratingPair>(
         ignore_not_found(api.patch(&capi.name_any(), &params, &patch).await)?;
     }
     if let (Some(tracker), Some(reference)) = (&ctx.infra, objects.infra_ref())
-        && infra_paused(ctx, objects)
+        && infra_pause::<K>(ctx, objects)
             .await?
-            .is_some_and(|annotated| annotated != paused)
+            .is_some_and(|infra| infra.annotated != paused)
     {
         let (api, _) = tracker
             .api(&reference.group_kind(), reference.version.as_deref())
@@ -457,5 +501,25 @@ fn ignore_not_found<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_infrastructure_object_reports_paused_in_either_conditions_list() {
+        let paused = json!({"type": "Paused", "status": "True"});
+        assert!(reports_paused(
+            &json!({"conditions": [{"type": "Ready", "status": "True"}, paused]})
+        ));
+        assert!(reports_paused(&json!({"v1beta2": {"conditions": [paused]}})));
+        assert!(!reports_paused(
+            &json!({"conditions": [{"type": "Paused", "status": "False"}]})
+        ));
+        assert!(!reports_paused(&json!({})));
     }
 }
