@@ -250,6 +250,8 @@ async fn the_embedded_default_writes_nothing_once_the_samples_settle() {
     let events = kubectl(&kubeconfig, &["get", "events", "-A", "--sort-by=.lastTimestamp"]);
     assert!(events.contains("LAST SEEN"), "{events}");
     assert!(events.contains("SynchronizationError"), "{events}");
+    // Quiet by agreement, not because the sync stopped fighting: no writer contest at all.
+    assert!(!events.contains("ConflictingWriter"), "{events}");
 
     operator.signal("TERM");
     let status = operator.wait_exit().await;
