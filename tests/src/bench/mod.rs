@@ -740,6 +740,13 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         )
         .target(0.0),
         Figure::lower(
+            "idle with the simulated providers: ConflictingWriter Events (writer contests held off)",
+            "count",
+            real.providers.contests as f64,
+            None,
+        )
+        .target(0.0),
+        Figure::lower(
             "restart over the synchronized fleet: until quiet",
             "ms",
             real.restart_quiet_ms,

@@ -758,11 +758,12 @@ pub async fn run(
     ));
     let providers = idle_with_providers(&env, &controllers, settings.idle, bound * 4).await?;
     progress(&format!(
-        "  idle with the simulated providers: they settled after {:.1} s; then {:.0} s: {} sync writes, resourceVersion +{}",
+        "  idle with the simulated providers: they settled after {:.1} s; then {:.0} s: {} sync writes, resourceVersion +{}, {} writer contests",
         providers.settled_ms / 1e3,
         settings.idle.as_secs_f64(),
         providers.sync_writes,
-        providers.rv_advance
+        providers.rv_advance,
+        providers.contests
     ));
     controllers.stop().await?;
 
@@ -880,10 +881,21 @@ async fn idle_with_providers(
     let settled_ms = ms(since.saturating_duration_since(started));
     let counted = controllers.requests.snapshot();
     tokio::time::sleep(window).await;
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(env.client(), &fill::namespaces().mapi);
+    let contests = events
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| BenchError::Other(format!("listing Events: {e}")))?
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(sync_core::toolkit::contest::REASON))
+        .count();
     let outcome = ProvidersIdle {
         settled_ms,
         sync_writes: controllers.requests.snapshot().since(&counted).writes(),
         rv_advance: env.resource_version().saturating_sub(rv),
+        contests,
     };
     stop.cancel();
     task.await.ok();
@@ -902,4 +914,7 @@ pub struct ProvidersIdle {
     pub sync_writes: u64,
     /// The server's resourceVersion advance in the window (every writer's).
     pub rv_advance: u64,
+    /// `ConflictingWriter` Events since the providers started: a contest the sync held
+    /// off would also read as a quiet window, so it is counted apart.
+    pub contests: usize,
 }
