@@ -107,22 +107,29 @@ impl Recorder {
             .unwrap_or_else(|| "default".to_owned());
         let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
         let now = Timestamp::now();
-        let mut cache = self.series.lock().await;
-        let expired = Instant::now().checked_sub(SERIES_TTL);
-        cache.retain(|_, s| expired.is_none_or(|e| s.seen > e));
-        if cache.len() >= SERIES {
-            cache.clear();
-        }
-        if let Some(series) = cache.get_mut(&key) {
-            series.count += 1;
-            series.seen = Instant::now();
+        // The cache is held only to read and count, never across a request: Events of
+        // other objects are not serialized behind a slow API server.
+        let next = {
+            let mut cache = self.series.lock().await;
+            let expired = Instant::now().checked_sub(SERIES_TTL);
+            cache.retain(|_, s| expired.is_none_or(|e| s.seen > e));
+            if cache.len() >= SERIES {
+                cache.clear();
+            }
+            cache.get_mut(&key).map(|series| {
+                series.count += 1;
+                series.seen = Instant::now();
+                (series.name.clone(), series.count)
+            })
+        };
+        if let Some((name, count)) = next {
             let patch = json!({
-                "count": series.count,
+                "count": count,
                 "lastTimestamp": Time(now),
-                "series": {"count": series.count, "lastObservedTime": MicroTime(now)},
+                "series": {"count": count, "lastObservedTime": MicroTime(now)},
             });
             match api
-                .patch(&series.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -137,14 +144,12 @@ impl Recorder {
                 &self.event(event, type_, note, regarding, &namespace, now),
             )
             .await?;
-        cache.insert(
-            key,
-            Series {
-                name: created.metadata.name.unwrap_or_default(),
-                count: 1,
-                seen: Instant::now(),
-            },
-        );
+        let series = Series {
+            name: created.metadata.name.unwrap_or_default(),
+            count: 1,
+            seen: Instant::now(),
+        };
+        self.series.lock().await.insert(key, series);
         Ok(())
     }
 

@@ -12,8 +12,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
 use super::contest::{self, Contested};
 use super::owned::owned_by;
 use super::settle::settle;
@@ -135,14 +133,14 @@ where
         let live_value = serde_json::to_value(live).map_err(kube::Error::SerdeError)?;
         let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
         settle(&mut body, &live_value, managed, subresource);
-        if !changes(&live_value, managed, &body, manager, subresource) {
+        let owned = owned_by(&live_value, managed, manager, subresource);
+        if !changes(&live_value, &owned, &body) {
             return Ok(Applied::Unchanged);
         }
         contest::before_write(live.meta(), manager, subresource, &body, || {
             describe::<K>(types, live, part)
         })?;
         let fields = differing(&live_value, &body);
-        let owned = owned_by(&live_value, managed, manager, subresource);
         let (taken, fields) = fields.into_iter().partition(|path| {
             at(&live_value, path).is_some_and(|v| !v.is_null()) && at(&owned, path).is_none()
         });
@@ -244,23 +242,18 @@ where
     let subresource = (part == Part::Status).then_some("status");
     let live_value = serde_json::to_value(live)?;
     let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
-    Ok(changes(&live_value, managed, body, manager, subresource))
+    let owned = owned_by(&live_value, managed, manager, subresource);
+    Ok(changes(&live_value, &owned, body))
 }
 
-/// An apply changes the object unless the manager already owns exactly `body`, or the
-/// live object already holds every value of `body` and `body` every value the manager
-/// owns (so nothing would be removed): equal values another manager wrote are not worth
-/// a write that only takes their ownership and wakes every watcher.
-fn changes(
-    live: &Value,
-    managed: &[ManagedFieldsEntry],
-    body: &Value,
-    manager: &str,
-    subresource: Option<&str>,
-) -> bool {
-    let owned = owned_by(live, managed, manager, subresource);
-    let nothing_to_take = holds(live, body, Ignore::Top) && holds(body, &owned, Ignore::Top);
-    !(same(&owned, body) || nothing_to_take)
+/// An apply changes the object unless the manager already owns exactly `body` (`owned`:
+/// its projection of `live`), or the live object already holds every value of `body` and
+/// `body` every value the manager owns (so nothing would be removed): equal values another
+/// manager wrote are not worth a write that only takes their ownership and wakes every
+/// watcher.
+fn changes(live: &Value, owned: &Value, body: &Value) -> bool {
+    let nothing_to_take = holds(live, body, Ignore::Top) && holds(body, owned, Ignore::Top);
+    !(same(owned, body) || nothing_to_take)
 }
 
 /// The apply body of `desired`'s `part`: apiVersion, kind, name, namespace, and the part.
