@@ -411,20 +411,8 @@ async fn the_samples_command_loads_the_samples_into_any_cluster() {
 
 /// The `metrics: http://…/metrics` and `readiness: http://…/readyz` addresses it prints.
 async fn printed_addresses(operator: &mut Operator) -> (SocketAddr, SocketAddr) {
-    let metrics = operator
-        .wait_line("the metrics line", |line| {
-            line.strip_prefix("metrics: http://")
-                .and_then(|rest| rest.strip_suffix("/metrics"))
-                .and_then(|address| address.parse().ok())
-        })
-        .await;
-    let probes = operator
-        .wait_line("the readiness line", |line| {
-            line.strip_prefix("readiness: http://")
-                .and_then(|rest| rest.strip_suffix("/readyz"))
-                .and_then(|address| address.parse().ok())
-        })
-        .await;
+    let metrics = operator.printed_address("metrics:", "/metrics").await;
+    let probes = operator.printed_address("readiness:", "/readyz").await;
     (metrics, probes)
 }
 

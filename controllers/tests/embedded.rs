@@ -57,13 +57,7 @@ async fn embedded_mode_serves_kubectl_and_reconciles_the_samples() {
         paste,
         format!("kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A")
     );
-    let metrics = operator
-        .wait_line("the metrics line", |line| {
-            line.strip_prefix("metrics: http://")
-                .and_then(|rest| rest.strip_suffix("/metrics"))
-                .and_then(|address| address.parse().ok())
-        })
-        .await;
+    let metrics = operator.printed_address("metrics:", "/metrics").await;
 
     // The ready-to-paste command works.
     let args: Vec<&str> = paste.split_whitespace().skip(3).collect();

@@ -286,6 +286,18 @@ impl Operator {
         .await
     }
 
+    /// The address of the URL `--embedded` prints after `label` (`metrics:`,
+    /// `readiness:`), the URL ending in `path`.
+    pub async fn printed_address(&mut self, label: &str, path: &str) -> SocketAddr {
+        let prefix = format!("{label} http://");
+        self.wait_line(&format!("the {label} line"), |line| {
+            line.strip_prefix(prefix.as_str())
+                .and_then(|rest| rest.strip_suffix(path))
+                .and_then(|address| address.parse().ok())
+        })
+        .await
+    }
+
     /// The metrics address (from the `serving metrics` log line).
     pub async fn metrics_address(&mut self) -> SocketAddr {
         self.logged_address("serving metrics").await
