@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource, ResourceExt};
@@ -17,12 +16,9 @@ use crate::migration::MIGRATION_CONDITION;
 /// `controllers status` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StatusArgs {
-    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The cluster to read.
+    #[command(flatten)]
+    pub cluster: crate::operator::run::KubeconfigArgs,
     /// The namespaces to read: the operator's flags, environment variables and defaults.
     #[command(flatten)]
     pub namespaces: crate::operator::cli::NamespaceArgs,
@@ -207,14 +203,13 @@ fn pairs<M: MapiObject, C: Resource>(
 /// Runs `controllers status`: 0 when printed, 2 when the cluster cannot be read (the
 /// message names the API server and what to do).
 pub async fn run(args: &StatusArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
-    let connection =
-        match crate::operator::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref()).await {
-            Ok(connection) => connection,
-            Err(error) => {
-                let _ = writeln!(err, "controllers status: {error}");
-                return 2;
-            }
-        };
+    let connection = match args.cluster.connect().await {
+        Ok(connection) => connection,
+        Err(error) => {
+            let _ = writeln!(err, "controllers status: {error}");
+            return 2;
+        }
+    };
     match rows(&connection.client, &args.namespaces.namespaces()).await {
         Ok(rows) => {
             let _ = out.write_all(render(&rows).as_bytes());

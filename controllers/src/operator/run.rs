@@ -250,6 +250,25 @@ fn config_source(kubeconfig: Option<&std::path::Path>, context: Option<&str>) ->
     }
 }
 
+/// `--kubeconfig` and `--context` of the tools that read or load a cluster (`status`,
+/// `samples`); the operator's own take environment variables too.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct KubeconfigArgs {
+    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+impl KubeconfigArgs {
+    /// A client for the cluster these name (an unreachable one's error names its URL).
+    pub async fn connect(&self) -> Result<Connection, OperatorError> {
+        client_from(self.kubeconfig.as_deref(), self.context.as_deref()).await
+    }
+}
+
 /// A client from a kubeconfig file and context, with [`client`]'s fallbacks, and where it
 /// connects.
 pub async fn client_from(

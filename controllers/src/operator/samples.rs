@@ -55,12 +55,9 @@ pub fn sample_namespaces(namespaces: &sync_core::Namespaces) -> impl Fn(&str) ->
 /// `controllers samples` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SamplesArgs {
-    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The cluster to load them into.
+    #[command(flatten)]
+    pub cluster: super::run::KubeconfigArgs,
     /// Where the samples are written to: the operator's flags, environment variables and
     /// defaults (the samples' own namespaces are renamed to these).
     #[command(flatten)]
@@ -73,8 +70,7 @@ pub struct SamplesArgs {
 /// Runs `controllers samples`: 0 when every sample is there, 2 otherwise (the message
 /// names the file, the object and, for a server that cannot be reached, its URL).
 pub async fn run(args: &SamplesArgs, out: &mut impl Write, err: &mut impl Write) -> u8 {
-    let connection = match super::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref()).await
-    {
+    let connection = match args.cluster.connect().await {
         Ok(connection) => connection,
         Err(error) => {
             let _ = writeln!(err, "controllers samples: {error}");
