@@ -30,7 +30,7 @@
 //! | [`auth`] | users and tokens, kube-apiserver's RBAC authorizer over the stored roles and bindings (`system:masters` bypasses it) |
 //! | [`patch`] | merge, JSON, strategic merge patch, server-side apply with managedFields |
 //! | [`objects`] | object semantics under the store lock: uid, resourceVersion, generation, finalizers, deletion and its propagation options, subresources, namespaces, CRD lifecycle; built-in kinds' decoding and defaults |
-//! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]) |
+//! | [`admission`] | schema validation, defaulting and pruning of a write, by `fieldValidation` ([`admission::admit`]); ValidatingAdmissionPolicies ([`admission::policy`]) |
 //! | [`storage`] | the store, its event history and snapshots, the serialized JSON of stored objects |
 //! | [`resources`] | the served resources ([`resources::Registry`]), CRD versions, the kinds' OpenAPI definitions, built-in kinds' protobuf |
 //! | [`schema`] | structural schemas compiled per CRD version, CEL rules, and the checks of a CRD's schemas before it is stored ([`schema::definition`]) |

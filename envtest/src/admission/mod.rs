@@ -22,6 +22,7 @@
 //! store write of a request.
 
 pub mod decoding;
+pub mod policy;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -269,22 +269,39 @@ where
         crate::auth::escalation::check(state, &writer, info, namespace, object)
     });
     let (response, warnings) = crate::admission::checked(escalation, || {
-        crate::admission::scoped(field_validation, || match (verb, path.subresource.as_deref()) {
-            ("watch", _) => ctx.watch(),
-            ("create", _) => ctx.create(&body),
-            ("deletecollection", _) => ctx.delete_collection(&body),
-            ("get", None | Some("status")) => ctx.get(),
-            ("update", None) => ctx.update(&body, Endpoint::Main),
-            ("update", Some("status")) => ctx.update(&body, Endpoint::Status),
-            ("patch", None) => ctx.patch(&body, content_type.as_deref(), Endpoint::Main),
-            ("patch", Some("status")) => ctx.patch(&body, content_type.as_deref(), Endpoint::Status),
-            ("delete", None) => ctx.delete(&body),
-            (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
-            _ => Err(ApiError::method_not_allowed()),
+        let requester = policy_user(&user);
+        crate::admission::scoped(field_validation, || {
+            crate::admission::policy::as_user(requester, || match (verb, path.subresource.as_deref()) {
+                ("watch", _) => ctx.watch(),
+                ("create", _) => ctx.create(&body),
+                ("deletecollection", _) => ctx.delete_collection(&body),
+                ("get", None | Some("status")) => ctx.get(),
+                ("update", None) => ctx.update(&body, Endpoint::Main),
+                ("update", Some("status")) => ctx.update(&body, Endpoint::Status),
+                ("patch", None) => ctx.patch(&body, content_type.as_deref(), Endpoint::Main),
+                ("patch", Some("status")) => ctx.patch(&body, content_type.as_deref(), Endpoint::Status),
+                ("delete", None) => ctx.delete(&body),
+                (_, Some("scale")) => ctx.scale(verb, &body, content_type.as_deref()),
+                _ => Err(ApiError::method_not_allowed()),
+            })
         })
     });
     let warnings: Vec<String> = info.deprecation.iter().cloned().chain(warnings).collect();
     crate::admission::with_warnings(response, &warnings)
+}
+
+/// The request's user as admission policies see it (`request.userInfo`): every
+/// authenticated user is in `system:authenticated`.
+fn policy_user(user: &crate::auth::User) -> crate::admission::policy::UserInfo {
+    let mut groups = user.groups.clone();
+    if !groups.iter().any(|g| g == "system:authenticated") {
+        groups.push("system:authenticated".into());
+    }
+    crate::admission::policy::UserInfo {
+        username: user.name.clone(),
+        uid: String::new(),
+        groups,
+    }
 }
 
 fn verb_of(

@@ -226,7 +226,20 @@ impl ApiError {
                 .details
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    // Each of the three is `omitempty` in metav1.StatusCause.
+                    let mut cause = serde_json::Map::new();
+                    for (key, value) in [
+                        ("reason", &c.reason),
+                        ("message", &c.message),
+                        ("field", &c.field),
+                    ] {
+                        if !value.is_empty() {
+                            cause.insert(key.into(), json!(value));
+                        }
+                    }
+                    Value::Object(cause)
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
@@ -292,11 +305,17 @@ pub fn invalid_value(field: &str, value: &str, detail: &str) -> Cause {
     }
 }
 
-/// A cause with reason `FieldValueRequired`.
+/// A cause with reason `FieldValueRequired` (`Required value`, then `: <detail>` when
+/// there is one, as apimachinery's `field.Error` words it).
 pub fn required(field: &str, detail: &str) -> Cause {
+    let message = if detail.is_empty() {
+        "Required value".to_string()
+    } else {
+        format!("Required value: {detail}")
+    };
     Cause {
         reason: "FieldValueRequired".into(),
-        message: format!("Required value: {detail}"),
+        message,
         field: field.into(),
     }
 }

@@ -24,9 +24,32 @@ impl LabelSelector {
         self.0.is_empty()
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`), as
+    /// `LabelSelectorAsSelector` reads it: `{}` selects everything. A malformed one is an
+    /// error in apimachinery's words.
+    pub fn from_object(selector: &Value) -> Result<Self, String> {
+        let mut requirements = Vec::new();
+        for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+            let value = value.as_str().unwrap_or_default().to_string();
+            requirements.push(Requirement {
+                key: key.clone(),
+                operator: Operator::In,
+                values: vec![value],
+            });
+        }
+        for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+            requirements.push(expression_requirement(expression)?);
+        }
+        Ok(Self(requirements))
+    }
+
     /// True when the object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels");
+        self.matches_labels(object.pointer("/metadata/labels"))
+    }
+
+    /// True when `labels` (a label map, `None`: no labels) satisfy every requirement.
+    pub fn matches_labels(&self, labels: Option<&Value>) -> bool {
         self.0.iter().all(|requirement| {
             requirement.matches(
                 labels
@@ -35,6 +58,40 @@ impl LabelSelector {
             )
         })
     }
+}
+
+/// One `matchExpressions` entry as a requirement.
+fn expression_requirement(expression: &Value) -> Result<Requirement, String> {
+    let key = expression["key"].as_str().unwrap_or_default().to_string();
+    let mut values: Vec<String> = expression["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    values.sort();
+    values.dedup();
+    let operator = match expression["operator"].as_str().unwrap_or_default() {
+        "In" => Operator::In,
+        "NotIn" => Operator::NotIn,
+        "Exists" => Operator::Exists,
+        "DoesNotExist" => Operator::DoesNotExist,
+        other => return Err(format!("{other:?} is not a valid label selector operator")),
+    };
+    let needs_values = matches!(operator, Operator::In | Operator::NotIn);
+    if needs_values == values.is_empty() {
+        let detail = if needs_values {
+            "for 'in', 'notin' operators, values set can't be empty"
+        } else {
+            "values set must be empty for exists and does not exist"
+        };
+        return Err(detail.to_string());
+    }
+    Ok(Requirement {
+        key,
+        operator,
+        values,
+    })
 }
 
 /// One term of a field selector.

@@ -50,6 +50,9 @@ pub fn prepare(info: &ResourceInfo, object: &mut Value) -> ApiResult<()> {
     }
     defaults(info, object)?;
     decode(info, object)?;
+    if info.group == admission::policy::GROUP {
+        admission::policy::definition::prepare(&info.kind, object)?;
+    }
     if (info.group.as_str(), info.kind.as_str()) == ("apps", "Deployment") {
         super::deployments::default_deployment(object);
     }

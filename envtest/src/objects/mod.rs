@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::admission;
+use crate::admission::policy;
 use crate::meta::errors::{ApiError, ApiResult, forbidden_field, invalid_value, required};
 use crate::meta::object_meta;
 use crate::meta::validation::{NameRule, validate_name_with};
@@ -302,6 +303,17 @@ pub fn create(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
+    let attrs = policy::Attributes {
+        operation: policy::Operation::Create,
+        info,
+        subresource: "",
+        namespace,
+        name: &name,
+        object: Some(&object),
+        old: None,
+        dry_run,
+    };
+    policy::check(state, &attrs)?;
     admission::to_storage(info, &mut object);
     if dry_run {
         return Ok(Arc::new(object));
@@ -596,6 +608,21 @@ pub fn update(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, name, causes));
     }
+    let attrs = policy::Attributes {
+        operation: policy::Operation::Update,
+        info,
+        subresource: if endpoint == Endpoint::Status {
+            "status"
+        } else {
+            ""
+        },
+        namespace,
+        name,
+        object: Some(&new),
+        old: Some(current.as_ref()),
+        dry_run,
+    };
+    policy::check(state, &attrs)?;
     admission::to_storage(info, &mut new);
     if new == *old {
         // A no-op update does not bump the resourceVersion, as in kube-apiserver.
@@ -668,6 +695,18 @@ pub fn delete(
             ));
         }
     }
+    let served = present(info, &old);
+    let attrs = policy::Attributes {
+        operation: policy::Operation::Delete,
+        info,
+        subresource: "",
+        namespace,
+        name,
+        object: None,
+        old: Some(served.as_ref()),
+        dry_run: options.dry_run,
+    };
+    policy::check(state, &attrs)?;
     if key == NAMESPACE_KEY {
         if options.dry_run {
             return Ok((old.clone(), finalizers(&old).is_empty()));

@@ -41,7 +41,7 @@ struct Builtins {
 fn builtins() -> &'static Builtins {
     static BUILTINS: OnceLock<Builtins> = OnceLock::new();
     BUILTINS.get_or_init(|| {
-        use k8s_openapi::api::{apps, coordination, core, events, rbac};
+        use k8s_openapi::api::{admissionregistration, apps, coordination, core, events, rbac};
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         let mut g = schemars::generate::SchemaSettings::openapi3().into_generator();
         let rbac = "rbac.authorization.k8s.io";
@@ -64,6 +64,18 @@ fn builtins() -> &'static Builtins {
             builtin::<rbac::v1::RoleBinding>(&mut g, rbac, "v1", "RoleBinding"),
             builtin::<rbac::v1::ClusterRole>(&mut g, rbac, "v1", "ClusterRole"),
             builtin::<rbac::v1::ClusterRoleBinding>(&mut g, rbac, "v1", "ClusterRoleBinding"),
+            builtin::<admissionregistration::v1::ValidatingAdmissionPolicy>(
+                &mut g,
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            builtin::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+                &mut g,
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicyBinding",
+            ),
         ];
         g.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
         g.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta>();
@@ -96,6 +108,9 @@ pub fn builtin_definition_of(api_version: &str, kind: &str) -> Option<&'static s
         .find(|b| b.group == group && b.version == version && b.kind == kind)
         .map(|b| b.definition.as_str())
 }
+
+const POLICY_SPEC: &str = "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec";
+const MATCH_RESOURCES: &str = "io.k8s.api.admissionregistration.v1.MatchResources";
 
 /// `(definition, property, extensions)` kube-apiserver publishes for the served built-ins.
 fn extensions() -> Vec<(&'static str, &'static str, Value)> {
@@ -132,6 +147,17 @@ fn extensions() -> Vec<(&'static str, &'static str, Value)> {
             "io.k8s.api.core.v1.ServiceAccount",
             "imagePullSecrets",
             atomic.clone(),
+        ),
+        (POLICY_SPEC, "validations", atomic.clone()),
+        (POLICY_SPEC, "variables", atomic.clone()),
+        (POLICY_SPEC, "auditAnnotations", atomic.clone()),
+        (POLICY_SPEC, "matchConditions", merge_by("name")),
+        (MATCH_RESOURCES, "resourceRules", atomic.clone()),
+        (MATCH_RESOURCES, "excludeResourceRules", atomic.clone()),
+        (
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+            "validationActions",
+            json!({"x-kubernetes-list-type": "set"}),
         ),
         ("io.k8s.api.rbac.v1.Role", "rules", atomic.clone()),
         ("io.k8s.api.rbac.v1.ClusterRole", "rules", atomic.clone()),

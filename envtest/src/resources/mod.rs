@@ -282,6 +282,29 @@ pub fn builtins() -> Vec<ResourceInfo> {
             false,
         ),
     ];
+    let admission = "admissionregistration.k8s.io";
+    let mut policies = builtin(
+        admission,
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        false,
+        &[],
+        &["api-extensions"],
+        true,
+    );
+    policies.generation = true;
+    let mut policy_bindings = builtin(
+        admission,
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        false,
+        &[],
+        &["api-extensions"],
+        false,
+    );
+    policy_bindings.generation = true;
     let mut all = vec![
         namespaces,
         deployments,
@@ -323,6 +346,8 @@ pub fn builtins() -> Vec<ResourceInfo> {
             &[],
             false,
         ),
+        policies,
+        policy_bindings,
     ];
     all.extend(reviews);
     all

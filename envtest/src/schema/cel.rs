@@ -101,6 +101,23 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// Compiles an expression in the environment CRD rules have (admission policies use it
+/// too); the error is the parser's.
+pub fn compile(source: &str) -> Result<Program, String> {
+    ENV.compile(source).map_err(|e| e.to_string())
+}
+
+/// An empty evaluation context of that environment.
+pub fn context() -> Context<'static, 'static> {
+    Context::with_env(ENV.clone())
+}
+
+/// An evaluation error in cel-go's words where kube-apiserver reports them, else this
+/// engine's own.
+pub fn error_message(error: &ExecutionError) -> String {
+    runtime_error(error).unwrap_or_else(|| error.to_string())
+}
+
 /// The functions of the Kubernetes CEL library that cel-rust lacks and rules use.
 fn kubernetes_library(env: &mut Env) -> Result<(), cel::DeclarationError> {
     use cel::common::types::{LIST_TYPE, STRING_TYPE};

@@ -45,12 +45,7 @@ pub async fn call(
     content_type: &str,
     body: &Value,
 ) -> Result<Reply, Box<dyn std::error::Error>> {
-    let bytes = if body.is_null() {
-        Vec::new()
-    } else {
-        serde_json::to_vec(body)?
-    };
-    call_raw(env, method, path, content_type, bytes).await
+    call_as(&env.client(), method, path, content_type, body).await
 }
 
 /// Sends a request with a body of raw bytes.
@@ -61,12 +56,43 @@ pub async fn call_raw(
     content_type: &str,
     bytes: Vec<u8>,
 ) -> Result<Reply, Box<dyn std::error::Error>> {
-    let request = http::Request::builder()
+    send(&env.client(), build(method, path, content_type, bytes)?).await
+}
+
+/// Sends a request with a JSON body (`Value::Null`: none) as the user of `client`.
+pub async fn call_as(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> Result<Reply, Box<dyn std::error::Error>> {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body)?
+    };
+    send(client, build(method, path, content_type, bytes)?).await
+}
+
+fn build(
+    method: &str,
+    path: &str,
+    content_type: &str,
+    bytes: Vec<u8>,
+) -> Result<http::Request<kube::client::Body>, http::Error> {
+    http::Request::builder()
         .method(method)
         .uri(path)
         .header("content-type", content_type)
-        .body(kube::client::Body::from(bytes))?;
-    let response = env.client().send(request).await?;
+        .body(kube::client::Body::from(bytes))
+}
+
+async fn send(
+    client: &kube::Client,
+    request: http::Request<kube::client::Body>,
+) -> Result<Reply, Box<dyn std::error::Error>> {
+    let response = client.send(request).await?;
     let code = response.status().as_u16();
     let warnings = response
         .headers()

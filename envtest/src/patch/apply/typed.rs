@@ -261,7 +261,11 @@ fn to_set_at(value: &Value, ty: Ty<'_>, path: &mut Vec<Element>, out: &mut Set) 
             }
             let item_ty = ty.items();
             for (i, item) in items.iter().enumerate() {
-                path.push(item_element(&kind, i, item)?);
+                // structured-merge-diff names the list and the element (`.metadata.
+                // ownerReferences: element 0: …`).
+                let element = item_element(&kind, i, item)
+                    .map_err(|e| format!("{}: element {i}: {e}", fieldpath::display_path(path)))?;
+                path.push(element);
                 to_set_at(item, item_ty, path, out)?;
                 out.insert(path);
                 path.pop();

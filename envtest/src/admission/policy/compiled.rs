@@ -1,0 +1,171 @@
+//! A stored policy with its CEL expressions compiled, once per resourceVersion.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use ::cel::Program;
+use serde_json::Value;
+
+use crate::schema::cel;
+
+/// One CEL expression: its source, its program (or why it does not compile), and the
+/// variables it reads (indices into [`Policy::variables`]).
+pub struct Expression {
+    /// The source, as written.
+    pub source: String,
+    /// The program, or the compilation error.
+    pub program: Result<Program, String>,
+    /// The variables the source names (`variables.x`, `variables["x"]`).
+    pub reads: Vec<usize>,
+}
+
+impl Expression {
+    fn compile(source: &str, variable_names: &[String]) -> Self {
+        Self {
+            source: source.to_string(),
+            program: cel::compile(source),
+            reads: variables_read(source, variable_names),
+        }
+    }
+}
+
+/// One `validations[]` entry.
+pub struct Validation {
+    /// `expression`.
+    pub expression: Expression,
+    /// `message`.
+    pub message: String,
+    /// `messageExpression`.
+    pub message_expression: Option<Expression>,
+    /// `reason` (empty: Invalid).
+    pub reason: String,
+}
+
+/// A policy ready to evaluate.
+pub struct Policy {
+    /// `metadata.name`.
+    pub name: String,
+    /// `failurePolicy` is `Ignore` (default Fail).
+    pub ignore_failures: bool,
+    /// `paramKind` (`apiVersion`, `kind`).
+    pub param_kind: Option<(String, String)>,
+    /// `matchConstraints`.
+    pub match_constraints: Value,
+    /// `matchConditions` (name, expression).
+    pub match_conditions: Vec<(String, Expression)>,
+    /// `variables` (name, expression), in order.
+    pub variables: Vec<(String, Expression)>,
+    /// `validations`.
+    pub validations: Vec<Validation>,
+    /// `auditAnnotations` (key, valueExpression).
+    pub audit_annotations: Vec<(String, Expression)>,
+}
+
+type Key = (String, String);
+
+/// Compiled policies by (uid, resourceVersion): a new version compiles anew.
+static CACHE: LazyLock<Mutex<HashMap<Key, Arc<Policy>>>> = LazyLock::new(Mutex::default);
+
+/// Bound on [`CACHE`]: past it, the cache starts over (policies are few).
+const CACHE_LIMIT: usize = 1024;
+
+/// The compiled form of a stored policy.
+pub fn compile(policy: &Value) -> Arc<Policy> {
+    let meta = &policy["metadata"];
+    let key = (
+        meta["uid"].as_str().unwrap_or_default().to_string(),
+        meta["resourceVersion"].as_str().unwrap_or_default().to_string(),
+    );
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(compiled) = cache.get(&key) {
+        return compiled.clone();
+    }
+    if cache.len() >= CACHE_LIMIT {
+        cache.clear();
+    }
+    let compiled = Arc::new(build(policy));
+    cache.insert(key, compiled.clone());
+    compiled
+}
+
+fn build(policy: &Value) -> Policy {
+    let spec = &policy["spec"];
+    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let names: Vec<String> = entries(spec, "variables").map(|v| text(v, "name")).collect();
+    let compile = |source: &str| Expression::compile(source, &names);
+    let param_kind = spec
+        .get("paramKind")
+        .filter(|p| p.is_object())
+        .map(|p| (text(p, "apiVersion"), text(p, "kind")));
+    Policy {
+        name: text(&policy["metadata"], "name"),
+        ignore_failures: spec["failurePolicy"].as_str() == Some("Ignore"),
+        param_kind,
+        match_constraints: spec["matchConstraints"].clone(),
+        match_conditions: entries(spec, "matchConditions")
+            .map(|c| (text(c, "name"), compile(&text(c, "expression"))))
+            .collect(),
+        variables: entries(spec, "variables")
+            .map(|v| (text(v, "name"), compile(&text(v, "expression"))))
+            .collect(),
+        validations: entries(spec, "validations")
+            .map(|v| Validation {
+                expression: compile(&text(v, "expression")),
+                message: text(v, "message"),
+                message_expression: v["messageExpression"]
+                    .as_str()
+                    .filter(|m| !m.is_empty())
+                    .map(compile),
+                reason: text(v, "reason"),
+            })
+            .collect(),
+        audit_annotations: entries(spec, "auditAnnotations")
+            .map(|a| (text(a, "key"), compile(&text(a, "valueExpression"))))
+            .collect(),
+    }
+}
+
+fn entries<'a>(spec: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
+    spec[field].as_array().into_iter().flatten()
+}
+
+/// The variables `source` names, by index: `variables.<name>` and `variables["<name>"]`.
+fn variables_read(source: &str, names: &[String]) -> Vec<usize> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| {
+            let dotted = format!("variables.{name}");
+            let quoted = [format!("variables[\"{name}\"]"), format!("variables['{name}']")];
+            mentions(source, &dotted) || quoted.iter().any(|q| source.contains(q.as_str()))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// `needle` occurs in `source` not followed by an identifier character (so `variables.a`
+/// does not count inside `variables.ab`).
+fn mentions(source: &str, needle: &str) -> bool {
+    source.match_indices(needle).any(|(at, _)| {
+        source[at + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expression_knows_which_variables_it_reads() {
+        let names = vec!["a".to_string(), "ab".to_string(), "c".to_string()];
+        assert_eq!(
+            variables_read("variables.ab && variables['c']", &names),
+            vec![1, 2]
+        );
+        assert_eq!(variables_read("variables.a || true", &names), vec![0]);
+        assert!(variables_read("object.variables", &names).is_empty());
+    }
+}

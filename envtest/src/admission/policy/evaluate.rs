@@ -1,0 +1,257 @@
+//! One policy against one write: its bindings, their params, and the decisions, worded as
+//! kube-apiserver's validating dispatcher and validator word them.
+
+use std::sync::Arc;
+
+use cel::Value as CelValue;
+use serde_json::Value;
+
+use super::activation::{Activation, Inputs};
+use super::compiled::Policy;
+use super::{Attributes, Denial, UserInfo, matching, params};
+use crate::resources::ResourceInfo;
+use crate::storage::store::State;
+
+/// What the policies decided about one write.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Denials, in policy then binding order; the first is the request's error.
+    pub denied: Vec<Denial>,
+    /// `Warning` headers of the `Warn` bindings.
+    pub warnings: Vec<String>,
+    /// Failures recorded by `Audit` bindings (`policy/binding: message`).
+    pub audited: Vec<String>,
+}
+
+/// One validation's result.
+enum Decision {
+    Admit,
+    Deny {
+        message: String,
+        reason: String,
+    },
+    /// An audit annotation that failed: denied whatever the binding's actions.
+    Reject {
+        message: String,
+    },
+}
+
+/// Evaluates `policy` with each of its `bindings` against the write.
+pub fn policy(
+    state: &State,
+    attrs: &Attributes<'_>,
+    user: &UserInfo,
+    policy: &Policy,
+    bindings: &[&Value],
+    out: &mut Outcome,
+) {
+    let matched = match matching::matches(state, attrs, &policy.match_constraints) {
+        Err(e) => return configuration_error(policy, None, &e, out),
+        Ok(None) => return,
+        Ok(Some(matched)) => matched,
+    };
+    let param_kind = match &policy.param_kind {
+        None => None,
+        Some((api_version, kind)) => match params::resource(state, api_version, kind) {
+            Ok(info) => Some(info),
+            Err(e) => return configuration_error(policy, None, &e, out),
+        },
+    };
+    let inputs = Inputs::new(state, attrs, user, &matched);
+    for binding in bindings {
+        let name = binding["metadata"]["name"].as_str().unwrap_or_default();
+        let spec = &binding["spec"];
+        match matching::matches(state, attrs, &spec["matchResources"]) {
+            Err(e) => configuration_error(policy, Some(name), &e, out),
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                let found = params::collect(state, param_kind.as_deref(), &spec["paramRef"], attrs.namespace);
+                match found {
+                    Err(e) => configuration_error(policy, Some(name), &e, out),
+                    Ok(found) => {
+                        for param in found {
+                            let param = param_value(param_kind.as_deref(), param);
+                            let decisions = decide(policy, &inputs.with_params(policy, param));
+                            record(policy, name, spec, decisions, out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A configuration error: denied under `failurePolicy: Fail`, ignored under `Ignore`.
+fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out: &mut Outcome) {
+    if policy.ignore_failures {
+        return;
+    }
+    let what = if binding.is_some() { "binding" } else { "policy" };
+    out.denied.push(Denial {
+        policy: policy.name.clone(),
+        binding: binding.map(String::from),
+        message: format!("failed to configure {what}: {error}"),
+        reason: String::new(),
+    });
+}
+
+/// A param as the policy sees it: in the `paramKind`'s version.
+fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> CelValue {
+    match (kind, param) {
+        (Some(kind), Some(param)) => {
+            let served = crate::admission::on_read(kind, &param);
+            crate::schema::cel::to_cel(served.as_ref().unwrap_or(&param), None)
+        }
+        _ => CelValue::Null,
+    }
+}
+
+/// Sends each failed validation where the binding's `validationActions` say.
+fn record(policy: &Policy, binding: &str, spec: &Value, decisions: Vec<Decision>, out: &mut Outcome) {
+    let actions: Vec<&str> = spec["validationActions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for decision in decisions {
+        let (message, reason) = match decision {
+            Decision::Admit => continue,
+            Decision::Deny { message, reason } => (message, reason),
+            Decision::Reject { message } => {
+                out.denied.push(Denial {
+                    policy: policy.name.clone(),
+                    binding: Some(binding.to_string()),
+                    message,
+                    reason: String::new(),
+                });
+                continue;
+            }
+        };
+        for action in &actions {
+            match *action {
+                "Deny" => out.denied.push(Denial {
+                    policy: policy.name.clone(),
+                    binding: Some(binding.to_string()),
+                    message: message.clone(),
+                    reason: reason.clone(),
+                }),
+                "Warn" => out.warnings.push(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding}': {message}",
+                    policy.name
+                )),
+                "Audit" => out.audited.push(format!("{}/{binding}: {message}", policy.name)),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The decisions of one evaluation: none when a match condition is false, else one per
+/// validation, then a denial per audit annotation that fails.
+fn decide(policy: &Policy, activation: &Activation<'_>) -> Vec<Decision> {
+    match match_conditions(policy, activation) {
+        Ok(false) => return Vec::new(),
+        Ok(true) => {}
+        Err(message) => return failure(policy, message).into_iter().collect(),
+    }
+    let mut decisions: Vec<Decision> = policy
+        .validations
+        .iter()
+        .filter_map(|validation| validate(policy, validation, activation))
+        .collect();
+    decisions.extend(audit_annotations(policy, activation));
+    decisions
+}
+
+/// An evaluation error: a denial under `failurePolicy: Fail`, nothing under `Ignore`.
+fn failure(policy: &Policy, message: String) -> Option<Decision> {
+    (!policy.ignore_failures).then(|| Decision::Deny {
+        message,
+        reason: String::new(),
+    })
+}
+
+/// `matchConditions`: all must be true; a false one wins over errors; errors are
+/// aggregated (`[a, b]` when several).
+fn match_conditions(policy: &Policy, activation: &Activation<'_>) -> Result<bool, String> {
+    let mut errors = Vec::new();
+    for (_, condition) in &policy.match_conditions {
+        match activation.run_bool(condition) {
+            Ok(false) => return Ok(false),
+            Ok(true) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    match crate::meta::errors::aggregate(errors) {
+        Some(message) if policy.ignore_failures => {
+            tracing::debug!(
+                "envtest: policy {}: match condition error ignored: {message}",
+                policy.name
+            );
+            Ok(false)
+        }
+        Some(message) => Err(message),
+        None => Ok(true),
+    }
+}
+
+fn validate(
+    policy: &Policy,
+    validation: &super::compiled::Validation,
+    activation: &Activation<'_>,
+) -> Option<Decision> {
+    match activation.run_bool(&validation.expression) {
+        Err(e) => failure(policy, e),
+        Ok(true) => Some(Decision::Admit),
+        Ok(false) => Some(Decision::Deny {
+            message: denial_message(validation, activation),
+            reason: if validation.reason.is_empty() {
+                "Invalid".into()
+            } else {
+                validation.reason.clone()
+            },
+        }),
+    }
+}
+
+/// `messageExpression` (one line, at most 5 KiB), else `message`, else
+/// `failed expression: <expression>`, each trimmed.
+fn denial_message(validation: &super::compiled::Validation, activation: &Activation<'_>) -> String {
+    const MAX: usize = 5 * 1024;
+    let evaluated = validation
+        .message_expression
+        .as_ref()
+        .and_then(|e| match activation.run(e) {
+            Ok(CelValue::String(s)) => Some(s.trim().to_string()),
+            _ => None,
+        });
+    if let Some(message) = evaluated.filter(|m| !m.is_empty() && m.len() <= MAX && !m.contains('\n')) {
+        return message;
+    }
+    if !validation.message.trim().is_empty() {
+        return validation.message.trim().to_string();
+    }
+    format!("failed expression: {}", validation.expression.source.trim())
+}
+
+/// `auditAnnotations`: a string (published: there is no audit log here) or null; another
+/// type denies, an error denies under `failurePolicy: Fail`.
+fn audit_annotations<'a>(
+    policy: &'a Policy,
+    activation: &'a Activation<'a>,
+) -> impl Iterator<Item = Decision> + 'a {
+    policy.audit_annotations.iter().filter_map(|(_, expression)| {
+        match activation.run(expression) {
+            Ok(CelValue::String(_) | CelValue::Null) => None,
+            Ok(other) => Some(Decision::Reject {
+                message: format!(
+                    "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                    expression.source,
+                    super::activation::type_name(&other)
+                ),
+            }),
+            Err(message) => (!policy.ignore_failures).then_some(Decision::Reject { message }),
+        }
+    })
+}
