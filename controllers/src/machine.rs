@@ -23,12 +23,12 @@ use sync_core::toolkit::{
 };
 use sync_macros::sync_controller;
 
-use crate::sync::infra;
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{
     CAPI_MACHINE_FINALIZER, Cluster, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, Platform, owners,
 };
+use crate::sync::{drift, infra};
 
 /// Mirrors Machine API Machines and Cluster API Machines.
 #[sync_controller(
@@ -161,17 +161,18 @@ impl MachineHooks {
         machine.metadata.owner_references = owner.map(|o| vec![o]);
         set_paused(&mut machine.metadata.annotations, paused);
         add_finalizer(&mut machine.metadata.finalizers, SYNC_FINALIZER);
-        let machine = match apply(
-            &apis.capi,
-            CONTROLLER,
-            objects.capi.as_deref(),
-            &machine,
-            Part::Object,
-        )
-        .await?
-        {
+        let source = format!(
+            "the MachineAPI Machine {}/{}",
+            ctx.namespaces.mapi,
+            mapi.name_any()
+        );
+        let live = objects.capi.as_deref();
+        let reverted =
+            drift::revert_added_fields(ctx, &apis.capi, CONTROLLER, live, &machine, &source).await?;
+        let live = reverted.as_ref().or(live);
+        let machine = match apply(&apis.capi, CONTROLLER, live, &machine, Part::Object).await? {
             Applied::Written(written) => *written,
-            Applied::Unchanged => objects.capi.as_deref().cloned().unwrap_or(machine),
+            Applied::Unchanged => live.cloned().unwrap_or(machine),
         };
 
         let (infra_api, resource) = infra::api(ctx, &infra).await?;

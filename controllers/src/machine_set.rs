@@ -20,10 +20,10 @@ use sync_core::{Deleting, SyncContext};
 use sync_macros::sync_controller;
 
 use crate::machine::{add_finalizer, set_paused, warn_conversion};
-use crate::sync::infra;
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair};
 use crate::sync::{CAPI_MACHINE_SET_FINALIZER, Cluster, MACHINE_SET_LABEL, Platform, owners};
+use crate::sync::{drift, infra};
 
 /// Mirrors Machine API MachineSets and Cluster API MachineSets.
 #[sync_controller(
@@ -139,17 +139,24 @@ impl MachineSetHooks {
         set.spec.template.spec.infrastructure_ref.name = template.name_any();
         set_paused(&mut set.metadata.annotations, paused);
         add_finalizer(&mut set.metadata.finalizers, SYNC_FINALIZER);
-        let set = match apply(
+        let source = format!(
+            "the MachineAPI MachineSet {}/{}",
+            ctx.namespaces.mapi,
+            mapi.name_any()
+        );
+        let reverted = drift::revert_added_fields(
+            ctx,
             &apis.capi,
             CONTROLLER,
             objects.capi.as_deref(),
             &set,
-            Part::Object,
+            &source,
         )
-        .await?
-        {
+        .await?;
+        let live = reverted.as_ref().or(objects.capi.as_deref());
+        let set = match apply(&apis.capi, CONTROLLER, live, &set, Part::Object).await? {
             Applied::Written(written) => *written,
-            Applied::Unchanged => objects.capi.as_deref().cloned().unwrap_or(set),
+            Applied::Unchanged => live.cloned().unwrap_or(set),
         };
 
         // Rotation: the set points at the new template; the set's other templates go.

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ObjectMeta};
 use kube::Resource;
 use kube::runtime::watcher;
 use serde::Serialize;
@@ -235,8 +235,10 @@ pub async fn reflect_previewing<K>(
 }
 
 /// Drops the field sets of `metadata.managedFields` entries other than server-side apply
-/// ones before an object is cached: no decision reads them, and update entries' sets can
-/// outweigh the rest of the metadata (controller-runtime users strip them with
+/// ones before an object is cached, but for the `spec` fields of the main resource they
+/// own (`toolkit::foreign` finds what another writer added to a mirror's spec; on a mirror
+/// nobody else writes spec, so they are rare): update entries' sets can outweigh the rest
+/// of the metadata (controller-runtime users strip them with
 /// `TransformStripManagedFields` for the same reason). Their manager, subresource and
 /// time stay: `toolkit::contest` reads who wrote over the sync last. Apply entries stay
 /// whole: `toolkit::apply` compares what a manager
@@ -253,7 +255,8 @@ fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> wat
         if let Some(entries) = meta.managed_fields.as_mut() {
             for entry in entries.iter_mut() {
                 if entry.operation.as_deref() != Some("Apply") {
-                    entry.fields_v1 = None;
+                    let main = entry.subresource.as_deref().is_none_or(str::is_empty);
+                    entry.fields_v1 = entry.fields_v1.take().filter(|_| main).and_then(spec_only);
                 } else if let Some(fields) = entry.fields_v1.as_mut()
                     && !fields.0.is_string()
                 {
@@ -269,6 +272,22 @@ fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> wat
         watcher::Event::Delete(object) => watcher::Event::Delete(strip(object)),
         other => other,
     }
+}
+
+/// An update entry's field set reduced to its `f:spec` part, as JSON text (`None`: it
+/// owns no spec field, or it is a subresource's).
+fn spec_only(fields: FieldsV1) -> Option<FieldsV1> {
+    let parsed;
+    let tree = match &fields.0 {
+        serde_json::Value::String(text) => {
+            parsed = serde_json::from_str::<serde_json::Value>(text).ok()?;
+            &parsed
+        }
+        tree => tree,
+    };
+    let spec = tree.get("f:spec")?;
+    let text = serde_json::json!({ "f:spec": spec }).to_string();
+    Some(FieldsV1(serde_json::Value::String(text)))
 }
 
 #[cfg(test)]

@@ -1119,3 +1119,55 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create()
     assert!(templates(&cluster, "taken").await?.is_empty());
     sync.stop().await
 }
+
+/// Without admission policies, a field a user adds to a CAPI mirror's spec is taken out
+/// within one reconcile, with a Warning Event naming it, and a field the user changes is
+/// put back; the MAPI source is untouched.
+#[tokio::test]
+async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported() -> TestResult {
+    let cluster = aws_cluster().await?;
+    let sync = RealSync::start(&cluster, false).await?;
+    create_aws_machine_set(&cluster, "drift", "MachineAPI", 1, provider_spec("m6i.large")).await?;
+    let api = cluster.capi_machine_sets();
+    eventually("the CAPI MachineSet", || {
+        let api = api.clone();
+        async move { Ok(api.get_opt("drift").await?) }
+    })
+    .await?;
+    let user = PatchParams {
+        field_manager: Some("kubectl-patch".into()),
+        ..PatchParams::default()
+    };
+    let edit = json!({"spec": {"replicas": 7, "template": {"spec": {"minReadySeconds": 42}}}});
+    api.patch("drift", &user, &Patch::Merge(&edit)).await?;
+    let set = eventually("the user's fields reverted", || {
+        let api = api.clone();
+        async move {
+            let set = api.get("drift").await?;
+            let added = set.spec.template.spec.min_ready_seconds;
+            Ok((added.is_none() && set.spec.replicas == Some(1)).then_some(set))
+        }
+    })
+    .await?;
+    assert_eq!(
+        set.spec.template.spec.infrastructure_ref.kind,
+        "AWSMachineTemplate"
+    );
+    let events = e2e::migration::events_about(&cluster, &cluster.namespaces.capi, "drift").await?;
+    assert!(
+        events.iter().any(|e| e.reason == "MirrorSpecDrift"
+            && e.note
+                .contains("removed spec.template.spec.minReadySeconds from MachineSet")
+            && e.note.contains("change the MachineAPI MachineSet")),
+        "{events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.reason == "MirrorSpecDrift" && e.note.contains("spec.replicas")),
+        "{events:?}"
+    );
+    let mapi = cluster.mapi_machine_sets().get("drift").await?;
+    assert_eq!(mapi.spec.replicas, Some(1));
+    sync.stop().await
+}

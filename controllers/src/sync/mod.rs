@@ -3,6 +3,7 @@
 //! the deletion order.
 pub mod cluster;
 pub mod convert;
+pub mod drift;
 pub mod infra;
 pub mod owners;
 pub mod takeover;

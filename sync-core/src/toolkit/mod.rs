@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
 //! | [`contest`] | another writer that keeps undoing the sync's writes: held off, not fought |
+//! | [`foreign`] | the `spec` fields another writer added to a mirror, which an apply cannot remove |
 //! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply`] compares with) |
 //! | [`condition`] | server-side apply of a status fragment or one condition under its own field manager |
 //! | [`status`] | the `Synchronized` condition, `status.synchronizedGeneration` and `synchronizedAPI` |
@@ -16,6 +17,7 @@ pub mod authority;
 pub mod condition;
 pub mod contest;
 pub mod finalizers;
+pub mod foreign;
 pub mod owned;
 pub mod pause;
 pub mod report;
