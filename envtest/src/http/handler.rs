@@ -912,33 +912,7 @@ impl Ctx<'_> {
         };
         let key = self.key();
         let not_found = || ApiError::not_found(&self.info.group, &self.info.plural, &self.name);
-        let to_scale = |object: &Value| -> Value {
-            let replicas = get_path(object, &paths.spec_replicas)
-                .cloned()
-                .unwrap_or(json!(0));
-            let mut status = json!({
-                "replicas": get_path(object, &paths.status_replicas).cloned().unwrap_or(json!(0)),
-            });
-            if let Some(selector_path) = &paths.label_selector
-                && let Some(selector) = get_path(object, selector_path)
-            {
-                status["selector"] = selector.clone();
-            }
-            let meta = &object["metadata"];
-            json!({
-                "kind": "Scale",
-                "apiVersion": "autoscaling/v1",
-                "metadata": {
-                    "name": meta["name"],
-                    "namespace": meta["namespace"],
-                    "uid": meta["uid"],
-                    "resourceVersion": meta["resourceVersion"],
-                    "creationTimestamp": meta["creationTimestamp"],
-                },
-                "spec": {"replicas": replicas},
-                "status": status,
-            })
-        };
+        let to_scale = |object: &Value| objects::subresources::scale_of(&paths, object);
         if verb == "get" {
             let object = self
                 .shared
@@ -992,20 +966,12 @@ impl Ctx<'_> {
                 &self.namespace,
                 &self.name,
                 new,
-                Endpoint::Main,
+                Endpoint::Scale,
                 self.dry_run,
             )
         })?;
         Ok(json_response(200, &to_scale(&stored)))
     }
-}
-
-fn get_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
-    let mut current = object;
-    for segment in path.trim_start_matches('.').split('.') {
-        current = current.get(segment)?;
-    }
-    Some(current)
 }
 
 fn set_path(object: &mut Value, path: &str, value: Value) {

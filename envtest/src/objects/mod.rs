@@ -33,6 +33,9 @@ pub enum Endpoint {
     Main,
     /// The `/status` subresource (only status changes).
     Status,
+    /// The `/scale` subresource: a main-resource write of the replicas, which admission
+    /// sees as a `Scale`.
+    Scale,
 }
 
 /// Options of a delete.
@@ -503,7 +506,7 @@ pub fn update(
         }
     }
     let mut new = match endpoint {
-        Endpoint::Main => {
+        Endpoint::Main | Endpoint::Scale => {
             if info.status
                 && let Some(map) = object.as_object_mut()
             {
@@ -557,7 +560,7 @@ pub fn update(
         if let Some(spec) = old.get("spec") {
             map.insert("spec".into(), spec.clone());
         }
-        if endpoint == Endpoint::Main
+        if endpoint != Endpoint::Status
             && let Some(status) = old.get("status")
         {
             map.insert("status".into(), status.clone());
@@ -595,7 +598,7 @@ pub fn update(
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));
     }
-    if key == CRD_KEY && endpoint == Endpoint::Main {
+    if key == CRD_KEY && endpoint != Endpoint::Status {
         prepare_crd(state, &mut new, name, Some(&old))?;
     }
     admission::admit(
@@ -608,18 +611,26 @@ pub fn update(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, name, causes));
     }
+    let scale = info.scale.as_ref().filter(|_| endpoint == Endpoint::Scale);
+    let (object, old_object) = match scale {
+        Some(paths) => (
+            subresources::scale_of(paths, &new),
+            subresources::scale_of(paths, &current),
+        ),
+        None => (new.clone(), current.as_ref().clone()),
+    };
     let attrs = policy::Attributes {
         operation: policy::Operation::Update,
         info,
-        subresource: if endpoint == Endpoint::Status {
-            "status"
-        } else {
-            ""
+        subresource: match endpoint {
+            Endpoint::Main => "",
+            Endpoint::Status => "status",
+            Endpoint::Scale => "scale",
         },
         namespace,
         name,
-        object: Some(&new),
-        old: Some(current.as_ref()),
+        object: Some(&object),
+        old: Some(&old_object),
         dry_run,
     };
     policy::check(state, &attrs)?;

@@ -2,11 +2,11 @@
 //! resource strategy do: `/status` and `/scale` exist only for the versions that declare
 //! them, and the replicas behind a scale subresource are validated on every write.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::meta::errors::{ApiError, ApiResult, Cause};
 use crate::objects::Endpoint;
-use crate::resources::ResourceInfo;
+use crate::resources::{ResourceInfo, ScalePaths};
 
 /// Whether `subresource` is served for this version: a custom resource answers 404
 /// NotFound for the object, a built-in kind the generic "could not find the requested
@@ -27,6 +27,35 @@ pub fn check_served(info: &ResourceInfo, subresource: Option<&str>, name: &str) 
     }
 }
 
+/// The `autoscaling/v1` `Scale` view of an object (what the `scale` subresource serves
+/// and what admission sees of a write through it).
+pub fn scale_of(paths: &ScalePaths, object: &Value) -> Value {
+    let at = |path: &str| {
+        path.trim_start_matches('.')
+            .split('.')
+            .try_fold(object, |v, segment| v.get(segment))
+    };
+    let replicas = at(&paths.spec_replicas).cloned().unwrap_or(json!(0));
+    let mut status = json!({"replicas": at(&paths.status_replicas).cloned().unwrap_or(json!(0))});
+    if let Some(selector) = paths.label_selector.as_deref().and_then(at) {
+        status["selector"] = selector.clone();
+    }
+    let meta = &object["metadata"];
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+            "resourceVersion": meta["resourceVersion"],
+            "creationTimestamp": meta["creationTimestamp"],
+        },
+        "spec": {"replicas": replicas},
+        "status": status,
+    })
+}
+
 /// The scale subresource's checks of a custom resource about to be written (kube's
 /// `ValidateScaleSpec`, on the main resource, and `ValidateScaleStatus`, on both): the
 /// replicas must fit a non-negative int32. Field paths are the CRD's JSON paths, as kube
@@ -36,7 +65,7 @@ pub fn validate_scale(info: &ResourceInfo, object: &Value, endpoint: Endpoint) -
         return Vec::new();
     };
     let mut causes = Vec::new();
-    if endpoint == Endpoint::Main {
+    if endpoint != Endpoint::Status {
         causes.extend(check_replicas(object, &paths.spec_replicas));
     }
     causes.extend(check_replicas(object, &paths.status_replicas));
@@ -68,7 +97,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resources::ScalePaths;
 
     fn scaled() -> ResourceInfo {
         let mut info = crate::resources::Registry::build([])

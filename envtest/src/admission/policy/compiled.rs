@@ -59,6 +59,11 @@ pub struct Policy {
     pub validations: Vec<Validation>,
     /// `auditAnnotations` (key, valueExpression).
     pub audit_annotations: Vec<(String, Expression)>,
+    /// A match condition is `object.metadata.name == params.metadata.name` (either way
+    /// round): a param of another name makes it false, which skips the policy whatever
+    /// the other conditions say, so such params need not be evaluated (see
+    /// [`super::evaluate`]).
+    pub params_by_name: bool,
 }
 
 type Key = (String, String);
@@ -122,7 +127,15 @@ fn build(policy: &Value) -> Policy {
         audit_annotations: entries(spec, "auditAnnotations")
             .map(|a| (text(a, "key"), compile(&text(a, "valueExpression"))))
             .collect(),
+        params_by_name: entries(spec, "matchConditions").any(|c| compares_names(&text(c, "expression"))),
     }
+}
+
+/// `object.metadata.name == params.metadata.name`, either way round, spaces aside.
+fn compares_names(source: &str) -> bool {
+    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
+    compact == "object.metadata.name==params.metadata.name"
+        || compact == "params.metadata.name==object.metadata.name"
 }
 
 fn entries<'a>(spec: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {

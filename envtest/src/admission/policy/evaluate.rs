@@ -1,7 +1,8 @@
 //! One policy against one write: its bindings, their params, and the decisions, worded as
 //! kube-apiserver's validating dispatcher and validator word them.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use cel::Value as CelValue;
 use serde_json::Value;
@@ -69,7 +70,7 @@ pub fn policy(
                 match found {
                     Err(e) => configuration_error(policy, Some(name), &e, out),
                     Ok(found) => {
-                        for param in found {
+                        for param in same_name(policy, attrs, found) {
                             let param = param_value(param_kind.as_deref(), param);
                             let decisions = decide(policy, &inputs.with_params(policy, param));
                             record(policy, name, spec, decisions, out);
@@ -78,6 +79,27 @@ pub fn policy(
                 }
             }
         }
+    }
+}
+
+/// The params worth evaluating: with a match condition comparing the object's name with
+/// the param's ([`Policy::params_by_name`]), a param of another name would only make it
+/// false. Without an object or a name (a DELETE, a generated name) that condition errors
+/// rather than being false, so every param is kept.
+fn same_name(policy: &Policy, attrs: &Attributes<'_>, found: params::Params) -> params::Params {
+    let name = attrs
+        .object
+        .and_then(|o| o["metadata"]["name"].as_str())
+        .filter(|n| !n.is_empty());
+    match name {
+        Some(name) if policy.params_by_name => found
+            .into_iter()
+            .filter(|p| {
+                p.as_ref()
+                    .is_none_or(|p| p["metadata"]["name"].as_str() == Some(name))
+            })
+            .collect(),
+        _ => found,
     }
 }
 
@@ -95,15 +117,34 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
     });
 }
 
-/// A param as the policy sees it: in the `paramKind`'s version.
+/// A param as the policy sees it: in the `paramKind`'s version. Converted once per
+/// (uid, resourceVersion, version): a policy with a `selector: {}` param sees every
+/// object of the kind on every write it matches.
 fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> CelValue {
-    match (kind, param) {
-        (Some(kind), Some(param)) => {
-            let served = crate::admission::on_read(kind, &param);
-            crate::schema::cel::to_cel(served.as_ref().unwrap_or(&param), None)
-        }
-        _ => CelValue::Null,
+    type Key = (String, String, String);
+    static CACHE: LazyLock<Mutex<HashMap<Key, CelValue>>> = LazyLock::new(Mutex::default);
+    const LIMIT: usize = 200_000;
+    let (Some(kind), Some(param)) = (kind, param) else {
+        return CelValue::Null;
+    };
+    let meta = &param["metadata"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let key = (
+        text(&meta["uid"]),
+        text(&meta["resourceVersion"]),
+        kind.api_version(),
+    );
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(value) = cache.get(&key) {
+        return value.clone();
     }
+    let served = crate::admission::on_read(kind, &param);
+    let value = crate::schema::cel::to_cel(served.as_ref().unwrap_or(&param), None);
+    if cache.len() >= LIMIT {
+        cache.clear();
+    }
+    cache.insert(key, value.clone());
+    value
 }
 
 /// Sends each failed validation where the binding's `validationActions` say.

@@ -107,7 +107,7 @@ pub fn creation_base(info: &ResourceInfo, namespace: &str, name: &str) -> Value 
 
 fn subresource(endpoint: Endpoint) -> &'static str {
     match endpoint {
-        Endpoint::Main => "",
+        Endpoint::Main | Endpoint::Scale => "",
         Endpoint::Status => "status",
     }
 }
@@ -115,8 +115,8 @@ fn subresource(endpoint: Endpoint) -> &'static str {
 fn reset(info: &ResourceInfo, endpoint: Endpoint) -> Reset {
     match endpoint {
         Endpoint::Status => Reset::AllButStatus,
-        Endpoint::Main if info.status => Reset::Status,
-        Endpoint::Main => Reset::None,
+        Endpoint::Main | Endpoint::Scale if info.status => Reset::Status,
+        Endpoint::Main | Endpoint::Scale => Reset::None,
     }
 }
 
