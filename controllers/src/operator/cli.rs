@@ -240,6 +240,22 @@ pub struct Cli {
         action = ArgAction::Set
     )]
     pub simulate_providers: bool,
+
+    /// With --embedded: install deploy/admission-policies/ after the samples, so that
+    /// kubectl is refused what a cluster with the operator refuses (the operator and the
+    /// simulated providers run as the users the policies exempt). `--admission-policies=false`
+    /// to try the sync's own defenses without them.
+    #[arg(
+        long,
+        env = "SYNC_ADMISSION_POLICIES",
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        require_equals = true,
+        action = ArgAction::Set
+    )]
+    pub admission_policies: bool,
 }
 
 /// `--mapi-namespace` and `--capi-namespace`: the operator's, and the same flags (with the

@@ -12,8 +12,9 @@ use std::net::SocketAddr;
 
 use super::cli::{Cli, Listener};
 use super::http::BindError;
+use super::policies;
 use super::run::{Exit, MovablePorts, Operator, OperatorError, Settings};
-use super::samples::{SampleError, load_samples, sample_namespaces};
+use super::samples::{SampleError, create_all, load_samples, sample_namespaces};
 use crate::simulate::SimulatedProviders;
 
 /// `--embedded` failed.
@@ -47,6 +48,15 @@ pub struct Embedded {
     pub kubeconfig: PathBuf,
     /// How many sample objects were created.
     pub samples: usize,
+    /// How many admission policies and bindings were installed.
+    pub policies: usize,
+}
+
+impl Embedded {
+    /// A client as `user` (one of [`policies::OPERATOR_USER`], [`policies::PROVIDERS_USER`]).
+    pub async fn client_as(&self, user: &str) -> Result<kube::Client, EmbeddedError> {
+        Ok(self.env.client_as(user).await?)
+    }
 }
 
 /// Starts the server, installs the CRDs, creates the namespaces, loads the samples and
@@ -60,6 +70,8 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
         .crd_dir(deploy.join("examples/crds"))
         .namespace(&namespaces.mapi)
         .namespace(&namespaces.capi)
+        .user(policies::OPERATOR_USER, &["system:masters"])
+        .user(policies::PROVIDERS_USER, &["system:masters"])
         .start()
         .await
         .map_err(|error| match error {
@@ -73,12 +85,14 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
             }
             other => EmbeddedError::Envtest(other),
         })?;
-    let samples = load_samples(
-        &env.client(),
-        &deploy.join("examples"),
-        &sample_namespaces(&namespaces),
-    )
-    .await?;
+    let rename = sample_namespaces(&namespaces);
+    let samples = load_samples(&env.client(), &deploy.join("examples"), &rename).await?;
+    let policies = if cli.admission_policies {
+        let rendered = policies::render(&policies::dir(&deploy), &rename)?;
+        create_all(&env.client(), rendered, &rename).await?.created
+    } else {
+        0
+    };
     let kubeconfig = match &cli.embedded_kubeconfig {
         Some(path) => {
             env.write_kubeconfig(path)
@@ -99,6 +113,7 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
         env,
         kubeconfig,
         samples,
+        policies,
     })
 }
 
@@ -107,21 +122,31 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
 pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
     let embedded = start(cli).await?;
     let settings = Settings::from_cli(cli);
-    let providers = cli.simulated_providers().then(|| {
-        let providers = SimulatedProviders::new(embedded.env.client(), settings.namespaces.clone());
-        tokio::spawn(providers.run(shutdown.clone()))
-    });
+    // The operator and the providers run as the users the admission policies exempt.
+    let providers = if cli.simulated_providers() {
+        let client = embedded.client_as(policies::PROVIDERS_USER).await?;
+        let providers = SimulatedProviders::new(client, settings.namespaces.clone());
+        Some(tokio::spawn(providers.run(shutdown.clone())))
+    } else {
+        None
+    };
     // The default metrics and probe ports give way to free ones when busy (a second
     // `--embedded` on the same machine); the lines below print the ones in use.
     let ports = MovablePorts::from_cli(cli);
-    let operator =
-        Operator::start_with_ports(embedded.env.client(), settings, shutdown.clone(), ports).await?;
+    let client = embedded.client_as(policies::OPERATOR_USER).await?;
+    let operator = Operator::start_with_ports(client, settings, shutdown.clone(), ports).await?;
     let kubeconfig = embedded.kubeconfig.display();
     println!(
         "Embedded API server on {} with {} sample objects from deploy/examples.",
         embedded.env.url(),
         embedded.samples
     );
+    if embedded.policies > 0 {
+        println!(
+            "Admission policies: {} objects from deploy/admission-policies, enforced on kubectl's writes (--admission-policies=false to leave them out).",
+            embedded.policies
+        );
+    }
     println!("kubeconfig: {kubeconfig}");
     println!("Try:");
     println!("  kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A");

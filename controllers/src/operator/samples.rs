@@ -35,7 +35,7 @@ pub enum SampleError {
         name: String,
         /// The error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
 }
 
@@ -187,81 +187,113 @@ pub async fn load(
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
         .collect();
     files.sort();
-    // (group, kind, namespace, name) → uid
-    let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
-    let mut loaded = Loaded::default();
+    let mut documents = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|e| sample_error(&path, e.to_string()))?;
-        let docs: Vec<Value> =
-            serde_saphyr::from_multiple(&text).map_err(|e| sample_error(&path, e.to_string()))?;
-        for mut doc in docs.into_iter().filter(Value::is_object) {
-            let namespace = doc["metadata"]["namespace"].as_str().map(rename_namespace);
-            if let Some(namespace) = &namespace {
-                doc["metadata"]["namespace"] = Value::String(namespace.clone());
-            }
-            let namespace = namespace.unwrap_or_default();
-            fill_owner_uids(&mut doc, &namespace, &uids);
-            let status = doc.as_object_mut().and_then(|map| map.remove("status"));
-            let object: DynamicObject =
-                serde_json::from_value(doc).map_err(|e| sample_error(&path, e.to_string()))?;
-            let types = object
-                .types
-                .clone()
-                .ok_or_else(|| sample_error(&path, "an object without apiVersion/kind".into()))?;
-            let gvk = GroupVersionKind::try_from(&types).map_err(|e| sample_error(&path, e.to_string()))?;
-            let name = object.name_any();
-            let api_error = |source| SampleError::Api {
-                path: path.clone(),
-                kind: types.kind.clone(),
-                name: format!("{namespace}/{name}"),
-                source,
-            };
-            let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
-                .await
-                .map_err(api_error)?;
-            let api: Api<DynamicObject> = match capabilities.scope {
-                Scope::Namespaced => Api::namespaced_with(client.clone(), &namespace, &resource),
-                Scope::Cluster => Api::all_with(client.clone(), &resource),
-            };
-            let (stored, created) = match api.create(&PostParams::default(), &object).await {
-                Ok(stored) => {
-                    loaded.created += 1;
-                    (stored, true)
-                }
-                Err(kube::Error::Api(response)) if response.code == 409 => {
-                    loaded.existing += 1;
-                    (api.get(&name).await.map_err(api_error)?, false)
-                }
-                Err(error) => return Err(api_error(error)),
-            };
-            if let Some(uid) = stored.uid() {
-                uids.insert(
-                    (
-                        gvk.group.clone(),
-                        gvk.kind.clone(),
-                        namespace.clone(),
-                        name.clone(),
-                    ),
-                    uid,
-                );
-            }
-            if let Some(status) = status.filter(|_| created) {
-                let patch = Patch::Merge(serde_json::json!({ "status": status }));
-                api.patch_status(&name, &PatchParams::default(), &patch)
-                    .await
-                    .map_err(api_error)?;
-            }
+        let docs = read_documents(&path)?;
+        documents.extend(docs.into_iter().map(|doc| (path.clone(), doc)));
+    }
+    create_all(client, documents, rename_namespace).await
+}
+
+/// The objects of a multi-document YAML file.
+pub fn read_documents(path: &Path) -> Result<Vec<Value>, SampleError> {
+    let sample_error = |message: String| SampleError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| sample_error(e.to_string()))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| sample_error(e.to_string()))?;
+    Ok(docs.into_iter().filter(Value::is_object).collect())
+}
+
+/// (group, kind, namespace, name) → uid of the objects created so far.
+type Uids = HashMap<(String, String, String, String), String>;
+
+/// Creates `documents` (each with the file it came from, for messages) in order, as
+/// [`load`] does.
+pub async fn create_all(
+    client: &Client,
+    documents: Vec<(PathBuf, Value)>,
+    rename_namespace: &dyn Fn(&str) -> String,
+) -> Result<Loaded, SampleError> {
+    let mut uids = Uids::new();
+    let mut loaded = Loaded::default();
+    for (path, mut doc) in documents {
+        let namespace = doc["metadata"]["namespace"].as_str().map(rename_namespace);
+        if let Some(namespace) = &namespace {
+            doc["metadata"]["namespace"] = Value::String(namespace.clone());
+        }
+        let namespace = namespace.unwrap_or_default();
+        fill_owner_uids(&mut doc, &namespace, &uids);
+        if create_one(client, &path, doc, &namespace, &mut uids).await? {
+            loaded.created += 1;
+        } else {
+            loaded.existing += 1;
         }
     }
     Ok(loaded)
 }
 
-/// Sets the `uid` of every owner reference that names an object created before.
-fn fill_owner_uids(
-    doc: &mut Value,
+/// Creates one object (kept as it is when it exists: `false`), then sets its status.
+async fn create_one(
+    client: &Client,
+    path: &Path,
+    mut doc: Value,
     namespace: &str,
-    uids: &HashMap<(String, String, String, String), String>,
-) {
+    uids: &mut Uids,
+) -> Result<bool, SampleError> {
+    let sample_error = |message: String| SampleError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let status = doc.as_object_mut().and_then(|map| map.remove("status"));
+    let object: DynamicObject = serde_json::from_value(doc).map_err(|e| sample_error(e.to_string()))?;
+    let types = object
+        .types
+        .clone()
+        .ok_or_else(|| sample_error("an object without apiVersion/kind".into()))?;
+    let gvk = GroupVersionKind::try_from(&types).map_err(|e| sample_error(e.to_string()))?;
+    let name = object.name_any();
+    let api_error = |source| SampleError::Api {
+        path: path.to_path_buf(),
+        kind: types.kind.clone(),
+        name: format!("{namespace}/{name}"),
+        source: Box::new(source),
+    };
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(api_error)?;
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => Api::namespaced_with(client.clone(), namespace, &resource),
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let (stored, created) = match api.create(&PostParams::default(), &object).await {
+        Ok(stored) => (stored, true),
+        Err(kube::Error::Api(response)) if response.code == 409 => {
+            (api.get(&name).await.map_err(api_error)?, false)
+        }
+        Err(error) => return Err(api_error(error)),
+    };
+    if let Some(uid) = stored.uid() {
+        let key = (
+            gvk.group.clone(),
+            gvk.kind.clone(),
+            namespace.to_owned(),
+            name.clone(),
+        );
+        uids.insert(key, uid);
+    }
+    if let Some(status) = status.filter(|_| created) {
+        let patch = Patch::Merge(serde_json::json!({ "status": status }));
+        api.patch_status(&name, &PatchParams::default(), &patch)
+            .await
+            .map_err(api_error)?;
+    }
+    Ok(created)
+}
+
+/// Sets the `uid` of every owner reference that names an object created before.
+fn fill_owner_uids(doc: &mut Value, namespace: &str, uids: &Uids) {
     let Some(owners) = doc["metadata"]["ownerReferences"].as_array_mut() else {
         return;
     };
