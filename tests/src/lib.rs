@@ -55,6 +55,9 @@ pub fn use_existing_cluster() -> bool {
 pub const OPERATOR_NAMESPACE: &str = "openshift-machine-sync";
 /// The operator's ServiceAccount in `deploy/`.
 pub const OPERATOR_SERVICE_ACCOUNT: &str = "machine-sync-controllers";
+/// The user the simulated providers run as on envtest: the Cluster API controllers'
+/// ServiceAccount, which `deploy/admission-policies/` exempts.
+pub const PROVIDERS_USER: &str = "system:serviceaccount:openshift-cluster-api:capi-controllers";
 
 /// A cluster for one test, with its own MAPI and CAPI namespaces.
 pub struct Cluster {
@@ -65,20 +68,39 @@ pub struct Cluster {
     /// The client the controllers run with: on envtest, the operator's ServiceAccount
     /// under exactly `deploy/`'s RBAC (enforced); on an existing cluster, the admin.
     pub controller_client: Client,
+    /// The client the simulated providers run with: on envtest, the Cluster API
+    /// controllers' ServiceAccount name (which the admission policies exempt, as they
+    /// exempt the real providers), with an admin's permissions; else the admin.
+    pub providers_client: Client,
     /// This test's namespaces.
     pub namespaces: Namespaces,
 }
 
 impl Cluster {
     /// Starts envtest with the project's CRDs (or connects to the existing cluster and
-    /// installs them), and creates this test's namespaces.
+    /// installs them), creates this test's namespaces and, on envtest, installs the
+    /// project's admission policies, as a cluster running the operator has them.
     pub async fn start() -> TestResult<Self> {
         Self::start_with_rbac(|_| {}).await
+    }
+
+    /// [`Cluster::start`] without `deploy/admission-policies/`: for the sync's own
+    /// defenses, and for tests that stage what the policies forbid.
+    pub async fn start_without_policies() -> TestResult<Self> {
+        Self::start_with(|_| {}, false).await
     }
 
     /// [`Cluster::start`], with `edit` applied to `deploy/`'s RBAC objects first (to show a
     /// permission is needed).
     pub async fn start_with_rbac(edit: impl FnOnce(&mut Vec<serde_json::Value>)) -> TestResult<Self> {
+        Self::start_with(edit, true).await
+    }
+
+    /// [`Cluster::start_with_rbac`], with the admission policies or without.
+    pub async fn start_with(
+        edit: impl FnOnce(&mut Vec<serde_json::Value>),
+        policies: bool,
+    ) -> TestResult<Self> {
         let suffix = random_suffix();
         let namespaces = Namespaces {
             mapi: format!("mapi-{suffix}"),
@@ -94,6 +116,7 @@ impl Cluster {
             let env = TestEnv::builder()
                 .crd_dir(crd_dir())
                 .service_account(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT)
+                .user(PROVIDERS_USER, &["system:masters"])
                 .start()
                 .await?;
             let client = env.client();
@@ -102,6 +125,7 @@ impl Cluster {
         let mut cluster = Self {
             env,
             controller_client: client.clone(),
+            providers_client: client.clone(),
             client,
             namespaces,
         };
@@ -117,8 +141,23 @@ impl Cluster {
             }
             let user = envtest::service_account_user(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
             cluster.controller_client = env.client_as(&user).await?;
+            cluster.providers_client = env.client_as(PROVIDERS_USER).await?;
+            if policies {
+                cluster.install_policies().await?;
+            }
         }
         Ok(cluster)
+    }
+
+    /// Installs `deploy/admission-policies/` for this test's namespaces: the controllers
+    /// (the operator's ServiceAccount) are exempt, the test's admin client is not.
+    pub async fn install_policies(&self) -> TestResult {
+        let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+        let rename = controllers::operator::samples::sample_namespaces(&self.namespaces);
+        let policies =
+            controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &rename)?;
+        controllers::operator::samples::create_all(&self.client, policies, &rename).await?;
+        Ok(())
     }
 
     /// The in-process server, for fault injection; `None` against a real cluster.

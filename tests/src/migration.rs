@@ -170,14 +170,16 @@ pub async fn request_machine(cluster: &Cluster, name: &str, to: &str) -> TestRes
         .await?)
 }
 
-/// Sets `spec.authoritativeAPI` of a MAPI MachineSet (and its template's).
+/// Sets `spec.authoritativeAPI` of a MAPI MachineSet (its template's is left as it is:
+/// while Cluster API is authoritative, the admission policies refuse any other spec
+/// change of the MAPI MachineSet, as upstream's do).
 pub async fn request_machine_set(cluster: &Cluster, name: &str, to: &str) -> TestResult<mapi::MachineSet> {
     Ok(cluster
         .mapi_machine_sets()
         .patch(
             name,
             &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "authoritativeAPI": to, "template": { "spec": { "authoritativeAPI": to } } } })),
+            &Patch::Merge(json!({ "spec": { "authoritativeAPI": to } })),
         )
         .await?)
 }
@@ -321,4 +323,16 @@ pub fn capi_paused(
     conditions: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
 ) -> Option<bool> {
     sync_core::toolkit::pause::paused_condition(conditions.unwrap_or_default())
+}
+
+/// Reports the CAPI Machine's infrastructure provisioned (`status.initialization.
+/// infrastructureProvisioned`), as its provider would: the admission policies refuse a
+/// migration request before that.
+pub async fn infrastructure_provisioned(cluster: &Cluster, name: &str) -> TestResult {
+    let patch = json!({"status": {"initialization": {"infrastructureProvisioned": true}}});
+    cluster
+        .capi_machines()
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }

@@ -30,10 +30,19 @@ pub const REGION: &str = "us-east-1";
 /// The AWS kinds' served version.
 pub const AWS_VERSION: &str = "v1beta2";
 
-/// A cluster with CAPA's real AWSMachine and AWSMachineTemplate CRDs.
+/// A cluster with CAPA's real AWSMachine and AWSMachineTemplate CRDs (and the admission
+/// policies).
 pub async fn aws_cluster() -> TestResult<Cluster> {
+    with_aws_crds(Cluster::start().await?).await
+}
+
+/// [`aws_cluster`] without the admission policies: for the sync's own defenses.
+pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
+    with_aws_crds(Cluster::start_without_policies().await?).await
+}
+
+async fn with_aws_crds(cluster: Cluster) -> TestResult<Cluster> {
     crate::init_logging();
-    let cluster = Cluster::start().await?;
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
     for file in [
@@ -147,7 +156,8 @@ impl RealSync {
             )));
         }
         if providers {
-            let simulated = SimulatedProviders::new(cluster.client.clone(), cluster.namespaces.clone());
+            let simulated =
+                SimulatedProviders::new(cluster.providers_client.clone(), cluster.namespaces.clone());
             tasks.push(tokio::spawn(simulated.run(stop.clone())));
         }
         for readiness in &mut ready {

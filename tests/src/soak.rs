@@ -52,7 +52,8 @@ pub struct SoakReport {
     pub restarts: usize,
 }
 
-const LEASE: &str = "soak-leader";
+/// The operator's Lease (`--leader-election-id`), which deploy/'s RBAC lets it renew.
+const LEASE: &str = "machine-sync-controllers";
 
 /// One operator replica on its own runtime, so that killing it kills every task it
 /// started at once, like SIGKILL: nothing releases the Lease. Until killed, it is started
@@ -138,7 +139,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         concurrency: 4,
         replica: replica.to_owned(),
         leader_election: Some(LeaseSettings {
-            namespace: cluster.namespaces.capi.clone(),
+            namespace: crate::OPERATOR_NAMESPACE.into(),
             name: LEASE.into(),
             identity: leader::identity(replica),
             lease_duration: Duration::from_secs(3),
@@ -149,7 +150,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         probe_address: None,
         shutdown_grace: Duration::from_secs(5),
         migration: controllers::migration::MigrationConfig::default(),
-        checkpoint_namespace: Some(cluster.namespaces.capi.clone()),
+        checkpoint_namespace: Some(crate::OPERATOR_NAMESPACE.into()),
     }
 }
 
@@ -212,7 +213,7 @@ fn chaos(env: &envtest::TestEnv, stop: Arc<AtomicBool>) -> tokio::task::JoinHand
 }
 
 async fn lease_holder(cluster: &Cluster) -> TestResult<Option<String>> {
-    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), &cluster.namespaces.capi);
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), crate::OPERATOR_NAMESPACE);
     Ok(leases.get_opt(LEASE).await?.and_then(|l| l.spec?.holder_identity))
 }
 
@@ -425,10 +426,15 @@ pub async fn run(soak: Soak) -> TestResult<SoakReport> {
     let cluster = aws_cluster().await?;
     install_infrastructure(&cluster).await?;
     let env = cluster.env.as_ref().ok_or("the soak needs envtest")?;
-    let kubeconfig = env.kubeconfig();
+    // The replicas run as the operator's ServiceAccount, under deploy/'s RBAC and exempt
+    // from the admission policies, as in a cluster.
+    let operator = envtest::service_account_user(crate::OPERATOR_NAMESPACE, crate::OPERATOR_SERVICE_ACCOUNT);
+    let kubeconfig = env
+        .kubeconfig_for(&operator)
+        .ok_or("no kubeconfig for the operator")?;
     let providers_stop = CancellationToken::new();
     let providers = tokio::spawn(
-        SimulatedProviders::new(cluster.client.clone(), cluster.namespaces.clone())
+        SimulatedProviders::new(cluster.providers_client.clone(), cluster.namespaces.clone())
             .run(providers_stop.clone()),
     );
     let restarts = Arc::new(AtomicUsize::new(0));

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use controllers::migration::MigrationConfig;
 use e2e::migration::{
-    AuthorityMonitor, capi_paused, events_about, is_paused, machine_set_settles, machine_settles, migration,
-    request_machine, request_machine_set, wait_for_events,
+    AuthorityMonitor, capi_paused, events_about, infrastructure_provisioned, is_paused, machine_set_settles,
+    machine_settles, migration, request_machine, request_machine_set, wait_for_events,
 };
 use e2e::real::{
     RealSync, aws, aws_cluster, create_aws_machine, create_aws_machine_set, eventually, provider_spec,
@@ -170,6 +170,12 @@ async fn a_request_waits_for_the_sync_before_migrating() -> TestResult {
         Ok((e2e::real::synchronized(&m).is_some_and(|(s, _)| s == "False")).then_some(()))
     })
     .await?;
+    // The admission policies refuse a request while the machine is Provisioning.
+    eventually("the MAPI Machine Running", || async {
+        let m = cluster.mapi_machines().get("w-1").await?;
+        Ok((m.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).then_some(()))
+    })
+    .await?;
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     let waiting = eventually("Migration=Unknown WaitingForSynchronization", || async {
         let m = cluster.mapi_machines().get("w-1").await?;
@@ -238,6 +244,7 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
     )
     .await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
+    infrastructure_provisioned(&cluster, "w-1").await?;
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     let stalled = eventually("Migration=False PauseTimedOut", || async {
         let m = cluster.mapi_machines().get("w-1").await?;
@@ -514,6 +521,7 @@ async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
     )
     .await?;
     machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
+    infrastructure_provisioned(&cluster, "w-1").await?;
     request_machine(&cluster, "w-1", "MachineAPI").await?;
     eventually("waiting for ClusterAPI to report Paused", || async {
         let m = cluster.mapi_machines().get("w-1").await?;

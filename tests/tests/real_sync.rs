@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use e2e::real::{
-    AWS_VERSION, CLUSTER_NAME, RealSync, aws, aws_cluster, create_aws_machine, create_aws_machine_set,
-    create_owned_aws_machine_set, eventually, finalizers_of, provider_spec, synchronized,
+    AWS_VERSION, CLUSTER_NAME, RealSync, aws, aws_cluster, aws_cluster_without_policies, create_aws_machine,
+    create_aws_machine_set, create_owned_aws_machine_set, eventually, finalizers_of, provider_spec,
+    synchronized,
 };
 use e2e::{Cluster, TestResult};
 use kube::ResourceExt;
@@ -1050,7 +1051,8 @@ async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
 /// keeps its infrastructureRef, with nothing of the sync's on it.
 #[tokio::test]
 async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create() -> TestResult {
-    let cluster = aws_cluster().await?;
+    // Without the admission policies, which refuse this before the sync sees it.
+    let cluster = aws_cluster_without_policies().await?;
     let sync = RealSync::start(&cluster, false).await?;
     let hand_made: capi::MachineSet = serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
@@ -1125,7 +1127,8 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create()
 /// put back; the MAPI source is untouched.
 #[tokio::test]
 async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported() -> TestResult {
-    let cluster = aws_cluster().await?;
+    // Without the admission policies, which refuse this before the sync sees it.
+    let cluster = aws_cluster_without_policies().await?;
     let sync = RealSync::start(&cluster, false).await?;
     create_aws_machine_set(&cluster, "drift", "MachineAPI", 1, provider_spec("m6i.large")).await?;
     let api = cluster.capi_machine_sets();
