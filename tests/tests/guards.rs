@@ -20,8 +20,7 @@ const PAUSED: &str = "cluster.x-k8s.io/paused";
 
 /// An envtest with the project's CRDs, the two namespaces and the policies.
 struct Guards {
-    /// Kept for the server's lifetime.
-    _env: TestEnv,
+    env: TestEnv,
     alice: Client,
     operator: Client,
     seeder: Client,
@@ -56,7 +55,7 @@ impl Guards {
             alice: env.client_as("alice").await?,
             operator: env.client_as(OPERATOR).await?,
             seeder: env.client_as(PROVIDERS).await?,
-            _env: env,
+            env,
         })
     }
 
@@ -106,16 +105,33 @@ async fn send(
     path: &str,
     body: &Value,
 ) -> Result<Reply, Box<dyn std::error::Error>> {
+    send_as(client, None, method, path, body).await
+}
+
+/// [`send`], impersonating `user` (`kubectl --as USER --as-group system:masters`) when given.
+async fn send_as(
+    client: &Client,
+    user: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> Result<Reply, Box<dyn std::error::Error>> {
     let content_type = if method == "PATCH" {
         "application/merge-patch+json"
     } else {
         "application/json"
     };
-    let request = http::Request::builder()
+    let mut request = http::Request::builder()
         .method(method)
         .uri(path)
-        .header("content-type", content_type)
-        .body(kube::client::Body::from(serde_json::to_vec(body)?))?;
+        .header("content-type", content_type);
+    if let Some(user) = user {
+        // In system:masters, so that RBAC lets it through to admission.
+        request = request
+            .header("impersonate-user", user)
+            .header("impersonate-group", "system:masters");
+    }
+    let request = request.body(kube::client::Body::from(serde_json::to_vec(body)?))?;
     let response = client.send(request).await?;
     let code = response.status().as_u16();
     let warnings = response
@@ -1069,4 +1085,29 @@ async fn the_exempt_controllers_pass_the_guards() -> TestResult {
         CAPI_MACHINE_GUARD,
         &format!("{ANNOTATIONS_WHILE_MAPI}: {PAUSED}"),
     )
+}
+
+/// An admin impersonating someone (`kubectl --as`) is checked as that user: as anyone
+/// else, refused; as the operator's ServiceAccount, exempt.
+#[tokio::test]
+async fn an_impersonated_user_is_checked_as_that_user() -> TestResult {
+    let g = Guards::start().await?;
+    g.seed(with_status(
+        mapi_machine("i1", "MachineAPI", json!({}), json!({})),
+        json!({"authoritativeAPI": "MachineAPI"}),
+    ))
+    .await?;
+    let capi = capi_machine("i1", json!({}), json!({PAUSED: ""}));
+    g.seed(capi.clone()).await?;
+    let admin = g.env.client();
+    let edit = json!({"spec": {"providerID": "aws:///us-east-1a/i-0abc"}});
+    let as_bob = send_as(&admin, Some("bob"), "PATCH", &path_of(&capi), &edit).await?;
+    let message = "spec is read-only while the Machine API is authoritative (change the Machine API Machine instead): spec.providerID";
+    denied(&as_bob, CAPI_MACHINE_GUARD, message)?;
+    denied(
+        &send(&admin, "PATCH", &path_of(&capi), &edit).await?,
+        CAPI_MACHINE_GUARD,
+        message,
+    )?;
+    allowed(&send_as(&admin, Some(OPERATOR), "PATCH", &path_of(&capi), &edit).await?)
 }

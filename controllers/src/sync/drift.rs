@@ -4,8 +4,9 @@
 //! `toolkit::apply`), but leaves a field another writer *added*. Admission policies
 //! refuse such edits where they are installed; without them (another distribution,
 //! `failurePolicy: Ignore`, an admin) this removes the added fields before the mirror is
-//! applied, logs them and records a `MirrorSpecDrift` Warning Event naming each one, so
-//! the mirror is back to its source within one reconcile.
+//! applied, and logs and records a `MirrorSpecDrift` Warning Event naming each field
+//! removed or (by the apply) restored, so the mirror is back to its source within one
+//! reconcile.
 
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
@@ -41,22 +42,34 @@ where
     };
     let managed = live.meta().managed_fields.as_deref().unwrap_or_default();
     let ours = |m: &str| SYNC_MANAGERS.iter().any(|prefix| m.starts_with(prefix));
-    let paths = foreign::added_by_others(&live_value, managed, ours, &desired_value, &[]);
-    if paths.is_empty() {
+    let drift = foreign::drift(&live_value, managed, ours, &desired_value, &[]);
+    if drift.is_empty() {
         return Ok(None);
     }
-    let fields = foreign::describe(&paths).join(", ");
     let object = format!(
         "{} {}/{}",
         K::kind(&()),
         live.namespace().unwrap_or_default(),
         live.name_any()
     );
-    let written = foreign::remove(api, manager, live, &paths).await?;
-    tracing::info!(%object, %fields, "removed spec fields another writer added to a mirror");
-    let note = format!(
-        "removed {fields} from {object}: a mirror's spec is the conversion of {source}; change {source} instead"
-    );
+    let mut done = Vec::new();
+    let written = if drift.added.is_empty() {
+        None
+    } else {
+        done.push(format!("removed {}", foreign::describe(&drift.added).join(", ")));
+        Some(foreign::remove(api, manager, live, &drift.added).await?)
+    };
+    if !drift.changed.is_empty() {
+        // The apply that follows writes them back.
+        done.push(format!(
+            "restored {}",
+            foreign::describe(&drift.changed).join(", ")
+        ));
+    }
+    let done = done.join("; ");
+    tracing::info!(%object, fields = %done, "undid another writer's changes to a mirror's spec");
+    let note =
+        format!("{done} on {object}: a mirror's spec is the conversion of {source}; change {source} instead");
     ctx.warn(&live.object_ref(&()), REASON, note).await;
-    Ok(Some(written))
+    Ok(written)
 }

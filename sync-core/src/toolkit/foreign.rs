@@ -3,7 +3,7 @@
 //! A mirror's spec is the conversion of the authoritative object. Server-side apply puts
 //! back a field the sync owns when another writer changes it, but never removes a field
 //! the sync does not own: a field a user adds to a mirror (`spec.minReadySeconds`) would
-//! stay, and the mirror would silently drift from its source. [`added_by_others`] finds
+//! stay, and the mirror would silently drift from its source. [`drift`] finds
 //! such fields from `metadata.managedFields`; [`remove`] takes them out with a merge patch
 //! conditional on the resourceVersion (a concurrent write makes it fail with 409 and the
 //! reconcile runs again on fresh data).
@@ -15,19 +15,35 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-/// The `spec` fields of `live` that a manager `ours` does not accept set on the main
-/// resource and that `desired` (the apply body) does not hold, as paths below `spec`
-/// (`["minReadySeconds"]`, `["template", "spec", "version"]`), outermost first. Paths
+/// What other writers did to a mirror's spec, as paths below `spec`
+/// (`["minReadySeconds"]`, `["template", "spec", "version"]`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// Fields they set that the conversion does not hold: only a removal takes them out.
+    pub added: Vec<Vec<String>>,
+    /// Fields of the conversion they set to another value: the sync's apply puts them back.
+    pub changed: Vec<Vec<String>>,
+}
+
+impl Drift {
+    /// Nothing drifted.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// The `spec` fields of `live` that managers `ours` does not accept own on the main
+/// resource, and that `desired` (the apply body) lacks or holds another value of. Paths
 /// `keep` lists (e.g. `["authoritativeAPI"]`) are never reported; list items are not
 /// looked into.
-pub fn added_by_others(
+pub fn drift(
     live: &Value,
     managed: &[ManagedFieldsEntry],
     ours: impl Fn(&str) -> bool,
     desired: &Value,
     keep: &[&[&str]],
-) -> Vec<Vec<String>> {
-    let mut found = Vec::new();
+) -> Drift {
+    let mut drift = Drift::default();
     let others = managed.iter().filter(|e| {
         !ours(e.manager.as_deref().unwrap_or_default()) && e.subresource.as_deref().is_none_or(str::is_empty)
     });
@@ -40,17 +56,19 @@ pub fn added_by_others(
             &live["spec"],
             Some(&desired["spec"]),
             &mut Vec::new(),
-            &mut found,
+            &mut drift,
         );
     }
-    found.retain(|path| {
-        !keep
-            .iter()
-            .any(|k| path.iter().map(String::as_str).eq(k.iter().copied()))
-    });
-    found.sort();
-    found.dedup();
-    found
+    for paths in [&mut drift.added, &mut drift.changed] {
+        paths.retain(|path| {
+            !keep
+                .iter()
+                .any(|k| path.iter().map(String::as_str).eq(k.iter().copied()))
+        });
+        paths.sort();
+        paths.dedup();
+    }
+    drift
 }
 
 /// The `f:spec` part of a field set (as the caches keep it: JSON text, or a tree).
@@ -66,13 +84,7 @@ fn spec_set(fields: &Value) -> Option<Value> {
     fields.get("f:spec").cloned()
 }
 
-fn walk(
-    set: &Value,
-    live: &Value,
-    desired: Option<&Value>,
-    path: &mut Vec<String>,
-    found: &mut Vec<Vec<String>>,
-) {
+fn walk(set: &Value, live: &Value, desired: Option<&Value>, path: &mut Vec<String>, drift: &mut Drift) {
     let Some(set) = set.as_object() else { return };
     for (key, child_set) in set {
         let Some(name) = key.strip_prefix("f:") else {
@@ -83,10 +95,11 @@ fn walk(
         };
         path.push(name.to_owned());
         match desired.and_then(|d| d.get(name)).filter(|v| !v.is_null()) {
-            None => found.push(path.clone()),
-            Some(desired_child) if live_child.is_object() => {
-                walk(child_set, live_child, Some(desired_child), path, found);
+            None => drift.added.push(path.clone()),
+            Some(desired_child) if live_child.is_object() && desired_child.is_object() => {
+                walk(child_set, live_child, Some(desired_child), path, drift);
             }
+            Some(desired_child) if desired_child != live_child => drift.changed.push(path.clone()),
             Some(_) => {}
         }
         path.pop();
@@ -172,11 +185,12 @@ mod tests {
                 json!({"f:spec": {"f:minReadySeconds": {}, "f:replicas": {}, "f:template": {"f:spec": {"f:version": {}}}}}),
             ),
         ];
-        let found = added_by_others(&live, &managed, ours, &desired, &[]);
+        let found = drift(&live, &managed, ours, &desired, &[]);
         assert_eq!(
-            describe(&found),
+            describe(&found.added),
             ["spec.minReadySeconds", "spec.template.spec.version"]
         );
+        assert!(found.changed.is_empty());
     }
 
     #[test]
@@ -188,13 +202,27 @@ mod tests {
             entry("user", Some("status"), json!({"f:spec": {"f:extra": {}}})),
             entry("user", None, json!({"f:spec": {"f:authoritativeAPI": {}}})),
         ];
-        assert!(added_by_others(&live, &managed, ours, &desired, &[&["authoritativeAPI"]]).is_empty());
+        assert!(drift(&live, &managed, ours, &desired, &[&["authoritativeAPI"]]).is_empty());
     }
 
     #[test]
     fn a_field_already_gone_from_the_live_object_is_not_reported() {
         let managed = [entry("user", None, json!({"f:spec": {"f:gone": {}}}))];
-        assert!(added_by_others(&json!({"spec": {}}), &managed, ours, &json!({"spec": {}}), &[]).is_empty());
+        assert!(drift(&json!({"spec": {}}), &managed, ours, &json!({"spec": {}}), &[]).is_empty());
+    }
+
+    #[test]
+    fn a_field_of_the_conversion_another_manager_changed_is_found() {
+        let live = json!({"spec": {"replicas": 7, "clusterName": "c1"}});
+        let desired = json!({"spec": {"replicas": 1, "clusterName": "c1"}});
+        let managed = [entry(
+            "kubectl-patch",
+            None,
+            json!({"f:spec": {"f:replicas": {}, "f:clusterName": {}}}),
+        )];
+        let found = drift(&live, &managed, ours, &desired, &[]);
+        assert_eq!(describe(&found.changed), ["spec.replicas"]);
+        assert!(found.added.is_empty());
     }
 
     #[test]

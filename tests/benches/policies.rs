@@ -1,0 +1,231 @@
+//! The admission-policy benchmark: a write's latency on envtest with the project's
+//! policies (`deploy/admission-policies/`) installed, against the same envtest without.
+//!
+//! ```text
+//! cargo bench -p e2e --bench policies -- [--quick] [--pairs N] [--writes N]
+//! ```
+//!
+//! The fleet is N synchronized pairs (default 1 000; `--quick` 200): MachineAPI
+//! authoritative MAPI Machines and their paused CAPI mirrors. Each round times W
+//! sequential merge patches (default 2 000; `--quick` 500), round-robin over the fleet:
+//!
+//! * `user MAPI label`: a user's label on a MAPI Machine — matched by the MAPI guard and
+//!   the migration policies, whose params are every CAPI Machine (`selector: {}`);
+//! * `user CAPI label`: a user's unguarded label on a CAPI mirror — the CAPI guard, params
+//!   every MAPI Machine;
+//! * `operator CAPI label`: the operator's write, which every policy's first match
+//!   condition exempts.
+//!
+//! It prints p50 / p99 per kind of write, without and with the policies, and their ratio
+//! (target ≤ 1.2). Nothing here fails on a missed target: it reports.
+
+use std::time::{Duration, Instant};
+
+use envtest::TestEnv;
+use kube::Client;
+use serde_json::{Value, json};
+
+type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+const MAPI: &str = "openshift-machine-api";
+const CAPI: &str = "openshift-cluster-api";
+const OPERATOR: &str = controllers::operator::policies::OPERATOR_USER;
+const PROVIDERS: &str = controllers::operator::policies::PROVIDERS_USER;
+
+struct Args {
+    pairs: usize,
+    writes: usize,
+}
+
+fn parse() -> BenchResult<Args> {
+    let mut args = Args {
+        pairs: 1000,
+        writes: 2000,
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(arg) = given.next() {
+        let mut number = |flag: &str| -> BenchResult<usize> {
+            let n = given.next().ok_or(format!("{flag} needs a number"))?;
+            Ok(n.parse().map_err(|_| format!("{flag} {n}: not a number"))?)
+        };
+        match arg.as_str() {
+            "--quick" => {
+                args = Args {
+                    pairs: 200,
+                    writes: 500,
+                }
+            }
+            "--pairs" => args.pairs = number("--pairs")?,
+            "--writes" => args.writes = number("--writes")?,
+            // `cargo bench` passes `--bench`.
+            _ => {}
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("policies bench: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("policies bench: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The clients of the writes: a user the policies check, and the operator they exempt.
+struct Writers {
+    user: Client,
+    operator: Client,
+}
+
+async fn run() -> BenchResult<()> {
+    let args = parse()?;
+    let deploy = controllers::operator::samples::deploy_dir();
+    let env = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(deploy.join("examples/crds"))
+        .namespace(MAPI)
+        .namespace(CAPI)
+        .user("alice", &["system:masters"])
+        .user(OPERATOR, &["system:masters"])
+        .user(PROVIDERS, &["system:masters"])
+        .start()
+        .await?;
+    let seeder = env.client_as(PROVIDERS).await?;
+    let started = Instant::now();
+    fill(&seeder, args.pairs).await?;
+    println!(
+        "fleet: {} pairs in {:.1} s",
+        args.pairs,
+        started.elapsed().as_secs_f64()
+    );
+    let writers = Writers {
+        user: env.client_as("alice").await?,
+        operator: env.client_as(OPERATOR).await?,
+    };
+    let without = round(&writers, &args, "a").await?;
+    let same = |n: &str| n.to_owned();
+    let policies =
+        controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &same)?;
+    controllers::operator::samples::create_all(&env.client(), policies, &same).await?;
+    let with = round(&writers, &args, "b").await?;
+    println!(
+        "\n{:<22} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8}",
+        "write", "p50 none ms", "p99 none ms", "p50 policies", "p99 policies", "p50 ×", "p99 ×"
+    );
+    for ((name, a), (_, b)) in without.iter().zip(&with) {
+        let (a50, a99, b50, b99) = (pct(a, 50), pct(a, 99), pct(b, 50), pct(b, 99));
+        println!(
+            "{name:<22} {:>14.3} {:>14.3} {:>14.3} {:>14.3} {:>8.2} {:>8.2}",
+            ms(a50),
+            ms(a99),
+            ms(b50),
+            ms(b99),
+            ms(b50) / ms(a50),
+            ms(b99) / ms(a99)
+        );
+    }
+    println!(
+        "(target: ≤ 1.2× with the policies; {} writes of each kind per round)",
+        args.writes
+    );
+    Ok(())
+}
+
+async fn fill(client: &Client, pairs: usize) -> BenchResult<()> {
+    for i in 0..pairs {
+        let name = format!("m-{i}");
+        let mapi = json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": name, "namespace": MAPI, "labels": {"team": "a"}},
+            "spec": {"authoritativeAPI": "MachineAPI", "providerSpec": {"value": {"instanceType": "m6i.large"}}}
+        });
+        let path = format!("/apis/machine.openshift.io/v1beta1/namespaces/{MAPI}/machines");
+        send(client, "POST", &path, &mapi).await?;
+        let status = json!({"status": {"authoritativeAPI": "MachineAPI", "phase": "Running"}});
+        send(client, "PATCH", &format!("{path}/{name}/status"), &status).await?;
+        let capi = json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {"name": name, "namespace": CAPI, "labels": {"team": "a"}, "annotations": {"cluster.x-k8s.io/paused": ""}},
+            "spec": {"clusterName": "c1", "bootstrap": {"dataSecretName": "worker-user-data"},
+                     "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachine", "name": name}}
+        });
+        send(
+            client,
+            "POST",
+            &format!("/apis/cluster.x-k8s.io/v1beta2/namespaces/{CAPI}/machines"),
+            &capi,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// A kind of write: its name, who writes, and the path of the i-th object it patches.
+type Kind<'a> = (&'static str, &'a Client, fn(usize) -> String);
+
+/// One round: W writes of each kind, timed one by one.
+async fn round(writers: &Writers, args: &Args, tag: &str) -> BenchResult<Vec<(&'static str, Vec<Duration>)>> {
+    let kinds: [Kind<'_>; 3] = [
+        ("user MAPI label", &writers.user, mapi_path),
+        ("user CAPI label", &writers.user, capi_path),
+        ("operator CAPI label", &writers.operator, capi_path),
+    ];
+    let mut out = Vec::new();
+    for (name, client, path) in kinds {
+        let mut samples = Vec::with_capacity(args.writes);
+        for w in 0..args.writes {
+            let patch = json!({"metadata": {"labels": {"bench": format!("{tag}-{w}")}}});
+            let started = Instant::now();
+            send(client, "PATCH", &path(w % args.pairs), &patch).await?;
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        out.push((name, samples));
+    }
+    Ok(out)
+}
+
+fn mapi_path(i: usize) -> String {
+    format!("/apis/machine.openshift.io/v1beta1/namespaces/{MAPI}/machines/m-{i}")
+}
+
+fn capi_path(i: usize) -> String {
+    format!("/apis/cluster.x-k8s.io/v1beta2/namespaces/{CAPI}/machines/m-{i}")
+}
+
+async fn send(client: &Client, method: &str, path: &str, body: &Value) -> BenchResult<()> {
+    let content_type = if method == "PATCH" {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .body(kube::client::Body::from(serde_json::to_vec(body)?))?;
+    let response = client.send(request).await?;
+    let code = response.status();
+    if !code.is_success() {
+        return Err(format!("{method} {path}: {code}").into());
+    }
+    Ok(())
+}
+
+fn pct(sorted: &[Duration], p: usize) -> Duration {
+    sorted[((sorted.len() * p) / 100).min(sorted.len().saturating_sub(1))]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
