@@ -922,3 +922,65 @@ async fn kubectl_lists_policies_and_bindings_with_kube_s_columns() -> TestResult
     kubectl(&["delete", "validatingadmissionpolicybinding", "selected-binding"])?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_name_condition_picks_the_twin_and_a_false_condition_wins_over_errors() -> TestResult {
+    let env = env().await?;
+    let spec = json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "DELETE"], "resources": ["secrets"]}]},
+        "matchConditions": [
+            {"name": "twin", "expression": "object.metadata.name == params.metadata.name"},
+            {"name": "flagged", "expression": "'check' in object.metadata.?labels.orValue({})"}
+        ],
+        "validations": [{"expression": "params.data.allowed == 'yes'", "messageExpression": "'twin ' + params.metadata.name + ' says no'"}]
+    });
+    let reference = json!({"paramRef": {"selector": {}, "parameterNotFoundAction": "Allow"}});
+    install(&env, policy("twins", spec), binding("twins", reference)).await?;
+    for i in 0..20 {
+        let allowed = if i == 2 { "yes" } else { "no" };
+        expect(
+            &create(
+                &env,
+                CONFIGMAPS,
+                &configmap(&format!("s{i}"), json!({"allowed": allowed})),
+            )
+            .await?,
+            201,
+        )?;
+    }
+    let secrets = "/api/v1/namespaces/test/secrets";
+    let secret = |name: &str, flagged: bool| {
+        let labels = if flagged {
+            json!({"check": "yes"})
+        } else {
+            json!({})
+        };
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels}})
+    };
+    denied(
+        &create(&env, secrets, &secret("s1", true)).await?,
+        422,
+        "twin s1 says no",
+    )?;
+    expect(&create(&env, secrets, &secret("s2", true)).await?, 201)?;
+    expect(&create(&env, secrets, &secret("lonely", true)).await?, 201)?;
+    // The flag is false: skipped, whichever param.
+    expect(&create(&env, secrets, &secret("s1", false)).await?, 201)?;
+    // On DELETE there is no object: the name condition errors for every param.
+    let reply = call(
+        &env,
+        "DELETE",
+        &format!("{secrets}/s1"),
+        "application/json",
+        &Value::Null,
+    )
+    .await?;
+    expect(&reply, 422)?;
+    let message = reply.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("expression 'object.metadata.name == params.metadata.name' resulted in error"),
+        "{message}"
+    );
+    Ok(())
+}

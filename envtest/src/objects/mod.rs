@@ -612,12 +612,15 @@ pub fn update(
         return Err(ApiError::invalid(&info.group, &kind, name, causes));
     }
     let scale = info.scale.as_ref().filter(|_| endpoint == Endpoint::Scale);
-    let (object, old_object) = match scale {
-        Some(paths) => (
+    let scales = scale.map(|paths| {
+        (
             subresources::scale_of(paths, &new),
             subresources::scale_of(paths, &current),
-        ),
-        None => (new.clone(), current.as_ref().clone()),
+        )
+    });
+    let (object, old_object) = match &scales {
+        Some((object, old)) => (object, old),
+        None => (&new, current.as_ref()),
     };
     let attrs = policy::Attributes {
         operation: policy::Operation::Update,
@@ -629,8 +632,8 @@ pub fn update(
         },
         namespace,
         name,
-        object: Some(&object),
-        old: Some(&old_object),
+        object: Some(object),
+        old: Some(old_object),
         dry_run,
     };
     policy::check(state, &attrs)?;

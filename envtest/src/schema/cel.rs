@@ -108,7 +108,7 @@ pub fn compile(source: &str) -> Result<Program, String> {
 }
 
 /// An empty evaluation context of that environment.
-pub fn context() -> Context<'static, 'static> {
+pub fn context<'v>() -> Context<'v, 'v> {
     Context::with_env(ENV.clone())
 }
 

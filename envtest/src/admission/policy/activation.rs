@@ -6,7 +6,13 @@
 //! timestamps are strings).
 
 use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 
+use ::cel::common::traits::Indexer;
+use ::cel::common::types::{CelString, MAP_TYPE, Type};
+use ::cel::common::value::{CowVal, Val};
+use ::cel::context::VariableResolver;
 use ::cel::{ExecutionError, Value as CelValue};
 use serde_json::{Value, json};
 
@@ -16,26 +22,68 @@ use crate::resources::ResourceInfo;
 use crate::schema::cel::{self, to_cel};
 use crate::storage::store::State;
 
-/// The variables shared by every policy evaluated for one write.
-pub struct Inputs {
-    base: Vec<(&'static str, CelValue)>,
+/// A CEL value built once and lent to every evaluation (a [`CelValue`] would be converted
+/// anew each time it is bound).
+pub type Shared = Arc<dyn Val>;
+
+fn shared(value: CelValue) -> Result<Shared, String> {
+    let boxed: Box<dyn Val> = value.try_into().map_err(|e: ExecutionError| e.to_string())?;
+    Ok(Arc::from(boxed))
 }
 
-impl Inputs {
-    /// The write seen as `matched` (its object converted to that version).
-    pub fn new(state: &State, attrs: &Attributes<'_>, user: &UserInfo, matched: &ResourceInfo) -> Self {
-        let object = |o: Option<&Value>| o.map_or(CelValue::Null, |o| to_cel(&as_version(o, matched), None));
-        let base = vec![
-            ("object", object(attrs.object)),
-            ("oldObject", object(attrs.old)),
-            ("request", to_cel(&request(attrs, user, matched), None)),
-            ("namespaceObject", namespace_object(state, attrs)),
-        ];
-        Self { base }
+/// The [`Inputs`] of one write, built when a policy first needs them for a version.
+pub struct InputCache<'a> {
+    state: &'a State,
+    attrs: &'a Attributes<'a>,
+    user: &'a UserInfo,
+    built: Vec<(String, Rc<Inputs<'a>>)>,
+}
+
+impl<'a> InputCache<'a> {
+    /// Nothing built yet.
+    pub fn new(state: &'a State, attrs: &'a Attributes<'a>, user: &'a UserInfo) -> Self {
+        Self {
+            state,
+            attrs,
+            user,
+            built: Vec::new(),
+        }
     }
 
+    /// The inputs of the write seen as `matched`.
+    pub fn get(&mut self, matched: &Arc<ResourceInfo>) -> Rc<Inputs<'a>> {
+        let version = matched.api_version();
+        if let Some((_, inputs)) = self.built.iter().find(|(v, _)| *v == version) {
+            return inputs.clone();
+        }
+        let inputs = Rc::new(Inputs {
+            state: self.state,
+            attrs: self.attrs,
+            user: self.user,
+            matched: matched.clone(),
+            values: Default::default(),
+        });
+        self.built.push((version, inputs.clone()));
+        inputs
+    }
+}
+
+/// The variables shared by every policy evaluated for one write, each built when an
+/// expression first reads it.
+pub struct Inputs<'a> {
+    state: &'a State,
+    attrs: &'a Attributes<'a>,
+    user: &'a UserInfo,
+    matched: Arc<ResourceInfo>,
+    /// `object`, `oldObject`, `request`, `namespaceObject`.
+    values: [OnceLock<Result<Shared, String>>; 4],
+}
+
+const INPUT_NAMES: [&str; 4] = ["object", "oldObject", "request", "namespaceObject"];
+
+impl<'a> Inputs<'a> {
     /// An activation with `params` for `policy`'s expressions.
-    pub fn with_params<'a>(&'a self, policy: &'a Policy, params: CelValue) -> Activation<'a> {
+    pub fn with_params<'p>(&'p self, policy: &'p Policy, params: Shared) -> Activation<'p, 'a> {
         Activation {
             inputs: self,
             params,
@@ -43,18 +91,59 @@ impl Inputs {
             variables: RefCell::new(vec![None; policy.variables.len()]),
         }
     }
+
+    fn value(&self, index: usize) -> Result<&dyn Val, String> {
+        let built = self.values[index].get_or_init(|| {
+            let attrs = self.attrs;
+            shared(match index {
+                0 => attrs
+                    .object
+                    .map_or(CelValue::Null, |o| as_version(o, &self.matched)),
+                1 => attrs.old.map_or(CelValue::Null, |o| as_version(o, &self.matched)),
+                2 => to_cel(&request(attrs, self.user, &self.matched), None),
+                _ => namespace_object(self.state, attrs),
+            })
+        });
+        built.as_ref().map(|v| v.as_ref()).map_err(Clone::clone)
+    }
+}
+
+/// A CEL value as a [`Shared`] one.
+pub fn share(value: CelValue) -> Result<Shared, String> {
+    shared(value)
 }
 
 /// One evaluation of a policy (one binding, one param).
-pub struct Activation<'a> {
-    inputs: &'a Inputs,
-    params: CelValue,
-    policy: &'a Policy,
+pub struct Activation<'p, 'a> {
+    inputs: &'p Inputs<'a>,
+    params: Shared,
+    policy: &'p Policy,
     /// Each variable's value or error, once evaluated.
-    variables: RefCell<Vec<Option<Result<CelValue, String>>>>,
+    variables: RefCell<Vec<Option<Result<Shared, String>>>>,
 }
 
-impl Activation<'_> {
+/// What an expression's variables resolve to: the shared inputs, `params`, `variables`.
+struct Resolver<'r> {
+    inputs: [Option<&'r dyn Val>; 4],
+    params: &'r dyn Val,
+    variables: &'r dyn Val,
+}
+
+impl VariableResolver for Resolver<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        let value = match variable {
+            "params" => self.params,
+            "variables" => self.variables,
+            name => INPUT_NAMES
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| self.inputs[i])?,
+        };
+        Some(CowVal::Borrowed(value))
+    }
+}
+
+impl Activation<'_, '_> {
     /// Runs `expression`; an error is worded as kube's
     /// (`expression '<source>' resulted in error: <why>`).
     pub fn run(&self, expression: &Expression) -> Result<CelValue, String> {
@@ -82,13 +171,20 @@ impl Activation<'_> {
         for &index in &expression.reads {
             self.variable(index);
         }
-        let mut ctx = cel::context();
-        let bind = |e: ExecutionError| e.to_string();
-        for (name, value) in &self.inputs.base {
-            ctx.add_variable_as_val(*name, value.clone().try_into().map_err(bind)?);
+        let mut inputs = [None; 4];
+        for (i, name) in INPUT_NAMES.iter().enumerate() {
+            if expression.inputs.contains(name) {
+                inputs[i] = Some(self.inputs.value(i)?);
+            }
         }
-        ctx.add_variable_as_val("params", self.params.clone().try_into().map_err(bind)?);
-        ctx.add_variable_as_val("variables", self.evaluated().try_into().map_err(bind)?);
+        let variables = self.map(expression);
+        let resolver = Resolver {
+            inputs,
+            params: self.params.as_ref(),
+            variables: &variables,
+        };
+        let mut ctx = cel::context();
+        ctx.set_variable_resolver(&resolver);
         program.execute(&ctx).map_err(|e| self.explain(&e))
     }
 
@@ -104,25 +200,25 @@ impl Activation<'_> {
             Err(e) => Err(format!("composited variable {name:?} fails to compile: {e}")),
             Ok(_) => self
                 .execute(expression)
+                .and_then(shared)
                 .map_err(|why| format!("composited variable {name:?} fails to evaluate: {why}")),
         };
         self.variables.borrow_mut()[index] = Some(value);
     }
 
-    /// The `variables` map: every variable evaluated so far without error.
-    fn evaluated(&self) -> CelValue {
+    /// The `variables` map of `expression`: the variables it reads that evaluated
+    /// without error (one it reads that failed is missing, see [`Self::explain`]).
+    fn map(&self, expression: &Expression) -> VariablesMap {
         let values = self.variables.borrow();
-        let entries: std::collections::HashMap<::cel::objects::Key, CelValue> = self
-            .policy
-            .variables
+        let entries = expression
+            .reads
             .iter()
-            .zip(values.iter())
-            .filter_map(|((name, _), value)| match value {
-                Some(Ok(v)) => Some((::cel::objects::Key::String(name.clone().into()), v.clone())),
+            .filter_map(|&i| match (self.policy.variables.get(i), values.get(i)) {
+                (Some((name, _)), Some(Some(Ok(value)))) => Some((name.clone(), value.clone())),
                 _ => None,
             })
             .collect();
-        CelValue::Map(::cel::objects::Map { map: entries.into() })
+        VariablesMap { entries }
     }
 
     /// An evaluation error; a missing key that is a failed variable is that variable's error.
@@ -146,6 +242,62 @@ impl Activation<'_> {
     }
 }
 
+/// `variables`: a map of the values already built, lent rather than converted again.
+#[derive(Debug, Clone)]
+struct VariablesMap {
+    entries: Vec<(String, Shared)>,
+}
+
+/// The type `variables` reports (a map's).
+static VARIABLES_TYPE: Type = MAP_TYPE;
+
+impl Val for VariablesMap {
+    fn get_type(&self) -> &Type {
+        &VARIABLES_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &VARIABLES_TYPE
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(self.clone())
+    }
+}
+
+impl Indexer for VariablesMap {
+    fn get<'b, 'v>(&'b self, field: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        let name = field
+            .downcast_ref::<CelString<'_>>()
+            .map(CelString::inner)
+            .unwrap_or_default();
+        match self.entries.iter().find(|(n, _)| n == name) {
+            Some((_, value)) => Ok(CowVal::Borrowed(value.as_ref())),
+            None => Err(ExecutionError::no_such_key(name)),
+        }
+    }
+
+    fn steal<'v>(self: Box<Self>, field: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.get(field).map(CowVal::into_owned)
+    }
+}
+
 /// The name cel-go gives a value's type.
 pub fn type_name(value: &CelValue) -> &'static str {
     match value {
@@ -164,15 +316,17 @@ pub fn type_name(value: &CelValue) -> &'static str {
     }
 }
 
-/// `object` as the matched resource's version has it.
-fn as_version(object: &Value, matched: &ResourceInfo) -> Value {
-    let mut copy = object.clone();
-    if let Some(version) = &matched.schema
-        && object["apiVersion"].as_str() != Some(version.api_version.as_str())
-    {
-        crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
+/// `object` as the matched resource's version has it, as a CEL value (converted only
+/// when the versions differ).
+fn as_version(object: &Value, matched: &ResourceInfo) -> CelValue {
+    match &matched.schema {
+        Some(version) if object["apiVersion"].as_str() != Some(version.api_version.as_str()) => {
+            let mut copy = object.clone();
+            crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
+            to_cel(&copy, None)
+        }
+        _ => to_cel(object, None),
     }
-    copy
 }
 
 /// `request`: kube's `AdmissionRequest` without the objects.

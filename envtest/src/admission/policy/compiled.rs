@@ -17,14 +17,37 @@ pub struct Expression {
     pub program: Result<Program, String>,
     /// The variables the source names (`variables.x`, `variables["x"]`).
     pub reads: Vec<usize>,
+    /// It reads `params`, itself or through a variable: otherwise it evaluates the same
+    /// for every param.
+    pub uses_params: bool,
+    /// The write's variables it reads (`object`, `oldObject`, `request`,
+    /// `namespaceObject`): only those are built.
+    pub inputs: Vec<&'static str>,
 }
 
 impl Expression {
-    fn compile(source: &str, variable_names: &[String]) -> Self {
+    /// Compiles `source`; `variables`: the policy's variables compiled so far (an
+    /// expression reads only earlier ones).
+    fn compile(source: &str, variable_names: &[String], variables: &[(String, Expression)]) -> Self {
+        let program = cel::compile(source);
+        let reads = variables_read(source, variable_names);
+        let direct = program
+            .as_ref()
+            .map_or(true, |p| p.references().has_variable("params"));
+        let uses_params = direct
+            || reads
+                .iter()
+                .any(|&i| variables.get(i).is_none_or(|(_, v)| v.uses_params));
+        let inputs = ["object", "oldObject", "request", "namespaceObject"]
+            .into_iter()
+            .filter(|name| program.as_ref().is_ok_and(|p| p.references().has_variable(name)))
+            .collect();
         Self {
             source: source.to_string(),
-            program: cel::compile(source),
-            reads: variables_read(source, variable_names),
+            program,
+            reads,
+            uses_params,
+            inputs,
         }
     }
 }
@@ -97,7 +120,12 @@ fn build(policy: &Value) -> Policy {
     let spec = &policy["spec"];
     let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
     let names: Vec<String> = entries(spec, "variables").map(|v| text(v, "name")).collect();
-    let compile = |source: &str| Expression::compile(source, &names);
+    let mut variables: Vec<(String, Expression)> = Vec::new();
+    for variable in entries(spec, "variables") {
+        let compiled = Expression::compile(&text(variable, "expression"), &names, &variables);
+        variables.push((text(variable, "name"), compiled));
+    }
+    let compile = |source: &str| Expression::compile(source, &names, &variables);
     let param_kind = spec
         .get("paramKind")
         .filter(|p| p.is_object())
@@ -109,9 +137,6 @@ fn build(policy: &Value) -> Policy {
         match_constraints: spec["matchConstraints"].clone(),
         match_conditions: entries(spec, "matchConditions")
             .map(|c| (text(c, "name"), compile(&text(c, "expression"))))
-            .collect(),
-        variables: entries(spec, "variables")
-            .map(|v| (text(v, "name"), compile(&text(v, "expression"))))
             .collect(),
         validations: entries(spec, "validations")
             .map(|v| Validation {
@@ -127,6 +152,7 @@ fn build(policy: &Value) -> Policy {
         audit_annotations: entries(spec, "auditAnnotations")
             .map(|a| (text(a, "key"), compile(&text(a, "valueExpression"))))
             .collect(),
+        variables,
         params_by_name: entries(spec, "matchConditions").any(|c| compares_names(&text(c, "expression"))),
     }
 }

@@ -7,9 +7,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use cel::Value as CelValue;
 use serde_json::Value;
 
-use super::activation::{Activation, Inputs};
+use super::activation::{Activation, InputCache, Inputs, Shared, share};
 use super::compiled::Policy;
-use super::{Attributes, Denial, UserInfo, matching, params};
+use super::{Attributes, Denial, matching, params};
 use crate::resources::ResourceInfo;
 use crate::storage::store::State;
 
@@ -37,11 +37,12 @@ enum Decision {
     },
 }
 
-/// Evaluates `policy` with each of its `bindings` against the write.
+/// Evaluates `policy` with each of its `bindings` against the write (`inputs`: the CEL
+/// variables of the write, built once per matched version).
 pub fn policy(
     state: &State,
     attrs: &Attributes<'_>,
-    user: &UserInfo,
+    inputs: &mut InputCache<'_>,
     policy: &Policy,
     bindings: &[&Value],
     out: &mut Outcome,
@@ -58,7 +59,6 @@ pub fn policy(
             Err(e) => return configuration_error(policy, None, &e, out),
         },
     };
-    let inputs = Inputs::new(state, attrs, user, &matched);
     for binding in bindings {
         let name = binding["metadata"]["name"].as_str().unwrap_or_default();
         let spec = &binding["spec"];
@@ -66,13 +66,19 @@ pub fn policy(
             Err(e) => configuration_error(policy, Some(name), &e, out),
             Ok(None) => {}
             Ok(Some(_)) => {
-                let found = params::collect(state, param_kind.as_deref(), &spec["paramRef"], attrs.namespace);
-                match found {
+                let only = same_name(policy, attrs);
+                match params::collect(
+                    state,
+                    param_kind.as_deref(),
+                    &spec["paramRef"],
+                    attrs.namespace,
+                    only,
+                ) {
                     Err(e) => configuration_error(policy, Some(name), &e, out),
+                    Ok(found) if found.is_empty() => {}
                     Ok(found) => {
-                        for param in same_name(policy, attrs, found) {
-                            let param = param_value(param_kind.as_deref(), param);
-                            let decisions = decide(policy, &inputs.with_params(policy, param));
+                        let inputs = inputs.get(&matched);
+                        for decisions in evaluate_all(policy, &inputs, param_kind.as_deref(), found) {
                             record(policy, name, spec, decisions, out);
                         }
                     }
@@ -82,25 +88,41 @@ pub fn policy(
     }
 }
 
-/// The params worth evaluating: with a match condition comparing the object's name with
-/// the param's ([`Policy::params_by_name`]), a param of another name would only make it
-/// false. Without an object or a name (a DELETE, a generated name) that condition errors
-/// rather than being false, so every param is kept.
-fn same_name(policy: &Policy, attrs: &Attributes<'_>, found: params::Params) -> params::Params {
+/// The decisions of each param's evaluation. The match conditions that do not read
+/// `params` are evaluated once: if one is false, no param is evaluated.
+fn evaluate_all(
+    policy: &Policy,
+    inputs: &Inputs<'_>,
+    kind: Option<&ResourceInfo>,
+    found: params::Params,
+) -> Vec<Vec<Decision>> {
+    let null = match share(CelValue::Null) {
+        Ok(null) => null,
+        Err(e) => return vec![failure(policy, e).into_iter().collect()],
+    };
+    let shared = conditions(policy, &inputs.with_params(policy, null), false);
+    if shared.false_one {
+        return Vec::new();
+    }
+    found
+        .into_iter()
+        .map(|param| match param_value(kind, param) {
+            Ok(param) => decide(policy, &inputs.with_params(policy, param), &shared),
+            Err(e) => failure(policy, e).into_iter().collect(),
+        })
+        .collect()
+}
+
+/// The param name to keep: with a match condition comparing the object's name with the
+/// param's ([`Policy::params_by_name`]), a param of another name would only make it false.
+/// Without an object or a name (a DELETE, a generated name) that condition errors rather
+/// than being false, so every param is kept.
+fn same_name<'a>(policy: &Policy, attrs: &Attributes<'a>) -> Option<&'a str> {
     let name = attrs
         .object
         .and_then(|o| o["metadata"]["name"].as_str())
         .filter(|n| !n.is_empty());
-    match name {
-        Some(name) if policy.params_by_name => found
-            .into_iter()
-            .filter(|p| {
-                p.as_ref()
-                    .is_none_or(|p| p["metadata"]["name"].as_str() == Some(name))
-            })
-            .collect(),
-        _ => found,
-    }
+    name.filter(|_| policy.params_by_name)
 }
 
 /// A configuration error: denied under `failurePolicy: Fail`, ignored under `Ignore`.
@@ -120,12 +142,12 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
 /// A param as the policy sees it: in the `paramKind`'s version. Converted once per
 /// (uid, resourceVersion, version): a policy with a `selector: {}` param sees every
 /// object of the kind on every write it matches.
-fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> CelValue {
+fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Result<Shared, String> {
     type Key = (String, String, String);
-    static CACHE: LazyLock<Mutex<HashMap<Key, CelValue>>> = LazyLock::new(Mutex::default);
+    static CACHE: LazyLock<Mutex<HashMap<Key, Shared>>> = LazyLock::new(Mutex::default);
     const LIMIT: usize = 200_000;
     let (Some(kind), Some(param)) = (kind, param) else {
-        return CelValue::Null;
+        return share(CelValue::Null);
     };
     let meta = &param["metadata"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -136,15 +158,18 @@ fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> CelVal
     );
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(value) = cache.get(&key) {
-        return value.clone();
+        return Ok(value.clone());
     }
     let served = crate::admission::on_read(kind, &param);
-    let value = crate::schema::cel::to_cel(served.as_ref().unwrap_or(&param), None);
+    let value = share(crate::schema::cel::to_cel(
+        served.as_ref().unwrap_or(&param),
+        None,
+    ))?;
     if cache.len() >= LIMIT {
         cache.clear();
     }
     cache.insert(key, value.clone());
-    value
+    Ok(value)
 }
 
 /// Sends each failed validation where the binding's `validationActions` say.
@@ -189,9 +214,10 @@ fn record(policy: &Policy, binding: &str, spec: &Value, decisions: Vec<Decision>
 }
 
 /// The decisions of one evaluation: none when a match condition is false, else one per
-/// validation, then a denial per audit annotation that fails.
-fn decide(policy: &Policy, activation: &Activation<'_>) -> Vec<Decision> {
-    match match_conditions(policy, activation) {
+/// validation, then a denial per audit annotation that fails. `shared`: the results of
+/// the conditions that do not read `params`.
+fn decide(policy: &Policy, activation: &Activation<'_, '_>, shared: &Conditions) -> Vec<Decision> {
+    match conditions(policy, activation, true).with(shared, policy) {
         Ok(false) => return Vec::new(),
         Ok(true) => {}
         Err(message) => return failure(policy, message).into_iter().collect(),
@@ -213,34 +239,65 @@ fn failure(policy: &Policy, message: String) -> Option<Decision> {
     })
 }
 
-/// `matchConditions`: all must be true; a false one wins over errors; errors are
-/// aggregated (`[a, b]` when several).
-fn match_conditions(policy: &Policy, activation: &Activation<'_>) -> Result<bool, String> {
-    let mut errors = Vec::new();
-    for (_, condition) in &policy.match_conditions {
+/// Results of some of a policy's match conditions: whether one was false, and the errors
+/// by the condition's position.
+struct Conditions {
+    false_one: bool,
+    errors: Vec<(usize, String)>,
+}
+
+/// Runs the match conditions that read `params` (`with_params`) or the others, up to the
+/// first false one.
+fn conditions(policy: &Policy, activation: &Activation<'_, '_>, with_params: bool) -> Conditions {
+    let mut out = Conditions {
+        false_one: false,
+        errors: Vec::new(),
+    };
+    let selected = policy
+        .match_conditions
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, c))| c.uses_params == with_params);
+    for (i, (_, condition)) in selected {
         match activation.run_bool(condition) {
-            Ok(false) => return Ok(false),
+            Ok(false) => {
+                out.false_one = true;
+                return out;
+            }
             Ok(true) => {}
-            Err(e) => errors.push(e),
+            Err(e) => out.errors.push((i, e)),
         }
     }
-    match crate::meta::errors::aggregate(errors) {
-        Some(message) if policy.ignore_failures => {
-            tracing::debug!(
-                "envtest: policy {}: match condition error ignored: {message}",
-                policy.name
-            );
-            Ok(false)
+    out
+}
+
+impl Conditions {
+    /// All conditions together: a false one skips the policy whatever the errors; else
+    /// the errors, in the conditions' order, aggregated (`[a, b]` when several).
+    fn with(mut self, shared: &Conditions, policy: &Policy) -> Result<bool, String> {
+        if self.false_one || shared.false_one {
+            return Ok(false);
         }
-        Some(message) => Err(message),
-        None => Ok(true),
+        self.errors.extend(shared.errors.iter().cloned());
+        self.errors.sort_by_key(|(i, _)| *i);
+        match crate::meta::errors::aggregate(self.errors.into_iter().map(|(_, e)| e)) {
+            Some(message) if policy.ignore_failures => {
+                tracing::debug!(
+                    "envtest: policy {}: match condition error ignored: {message}",
+                    policy.name
+                );
+                Ok(false)
+            }
+            Some(message) => Err(message),
+            None => Ok(true),
+        }
     }
 }
 
 fn validate(
     policy: &Policy,
     validation: &super::compiled::Validation,
-    activation: &Activation<'_>,
+    activation: &Activation<'_, '_>,
 ) -> Option<Decision> {
     match activation.run_bool(&validation.expression) {
         Err(e) => failure(policy, e),
@@ -258,7 +315,7 @@ fn validate(
 
 /// `messageExpression` (one line, at most 5 KiB), else `message`, else
 /// `failed expression: <expression>`, each trimmed.
-fn denial_message(validation: &super::compiled::Validation, activation: &Activation<'_>) -> String {
+fn denial_message(validation: &super::compiled::Validation, activation: &Activation<'_, '_>) -> String {
     const MAX: usize = 5 * 1024;
     let evaluated = validation
         .message_expression
@@ -280,7 +337,7 @@ fn denial_message(validation: &super::compiled::Validation, activation: &Activat
 /// type denies, an error denies under `failurePolicy: Fail`.
 fn audit_annotations<'a>(
     policy: &'a Policy,
-    activation: &'a Activation<'a>,
+    activation: &'a Activation<'a, 'a>,
 ) -> impl Iterator<Item = Decision> + 'a {
     policy.audit_annotations.iter().filter_map(|(_, expression)| {
         match activation.run(expression) {

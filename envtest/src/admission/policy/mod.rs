@@ -129,6 +129,7 @@ pub fn check(state: &State, attrs: &Attributes<'_>) -> ApiResult<()> {
     };
     let bindings = state.collections.get(BINDINGS);
     let mut outcome = evaluate::Outcome::default();
+    let mut inputs = activation::InputCache::new(state, attrs, &user);
     for policy in policies.values() {
         let name = policy["metadata"]["name"].as_str().unwrap_or_default();
         let bound: Vec<&Value> = bindings
@@ -139,7 +140,7 @@ pub fn check(state: &State, attrs: &Attributes<'_>) -> ApiResult<()> {
             .collect();
         if !bound.is_empty() {
             let compiled = compiled::compile(policy);
-            evaluate::policy(state, attrs, &user, &compiled, &bound, &mut outcome);
+            evaluate::policy(state, attrs, &mut inputs, &compiled, &bound, &mut outcome);
         }
     }
     crate::admission::warn(outcome.warnings);

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::meta::selectors::LabelSelector;
 use crate::resources::ResourceInfo;
-use crate::storage::store::State;
+use crate::storage::store::{Collection, State};
 
 /// What to evaluate the policy with: once per param (`None`: without params).
 pub type Params = Vec<Option<Arc<Value>>>;
@@ -22,12 +22,15 @@ pub fn resource(state: &State, api_version: &str, kind: &str) -> Result<Arc<Reso
     })
 }
 
-/// The params of one binding (`param_kind`: the policy's, resolved).
+/// The params of one binding (`param_kind`: the policy's, resolved). `only_named`: keep
+/// only the param of that name (see [`super::compiled::Policy::params_by_name`]); whether
+/// any param was found, for `parameterNotFoundAction: Deny`, still counts them all.
 pub fn collect(
     state: &State,
     param_kind: Option<&ResourceInfo>,
     param_ref: &Value,
     request_namespace: &str,
+    only_named: Option<&str>,
 ) -> Result<Params, String> {
     let (Some(kind), true) = (param_kind, param_ref.is_object()) else {
         return Ok(vec![None]);
@@ -47,38 +50,79 @@ pub fn collect(
     } else {
         request_namespace
     };
-    let found = find(state, kind, namespace, param_ref)?;
-    if found.is_empty() && text("parameterNotFoundAction") == "Deny" {
+    let found = Found::new(state, kind, namespace, param_ref)?;
+    let kept = found.kept(only_named);
+    if kept.is_empty() && text("parameterNotFoundAction") == "Deny" && !found.any() {
         return Err("no params found for policy binding with `Deny` parameterNotFoundAction".into());
     }
-    Ok(found.into_iter().map(Some).collect())
+    Ok(kept.into_iter().map(Some).collect())
 }
 
-fn find(
-    state: &State,
-    kind: &ResourceInfo,
-    namespace: &str,
-    param_ref: &Value,
-) -> Result<Vec<Arc<Value>>, String> {
-    let key = kind.storage_key();
-    let name = param_ref["name"].as_str().unwrap_or_default();
-    let selector = param_ref.get("selector").filter(|s| !s.is_null());
-    match (name, selector) {
-        ("", None) => Err("one of name or selector must be provided".into()),
-        (_, Some(_)) if !name.is_empty() => {
-            Err("paramRef.name and paramRef.selector are mutually exclusive".into())
+/// The params a `paramRef` selects in a namespace, read from the store without copying.
+struct Found<'s> {
+    objects: Option<&'s Collection>,
+    namespace: &'s str,
+    name: &'s str,
+    selector: Option<LabelSelector>,
+}
+
+impl<'s> Found<'s> {
+    fn new(
+        state: &'s State,
+        kind: &ResourceInfo,
+        namespace: &'s str,
+        param_ref: &'s Value,
+    ) -> Result<Self, String> {
+        let name = param_ref["name"].as_str().unwrap_or_default();
+        let selector = match (name, param_ref.get("selector").filter(|s| !s.is_null())) {
+            ("", None) => return Err("one of name or selector must be provided".into()),
+            (_, Some(_)) if !name.is_empty() => {
+                return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
+            }
+            (_, Some(selector)) => Some(LabelSelector::from_object(selector)?),
+            (_, None) => None,
+        };
+        let objects = state.collections.get(&kind.storage_key());
+        Ok(Self {
+            objects,
+            namespace,
+            name,
+            selector,
+        })
+    }
+
+    fn get(&self, name: &str) -> Option<&'s Arc<Value>> {
+        let object = self.objects?.get(&(self.namespace.to_owned(), name.to_owned()))?;
+        self.selector
+            .as_ref()
+            .is_none_or(|s| s.matches(object))
+            .then_some(object)
+    }
+
+    /// Every selected param of the namespace, in name order.
+    fn all(&self) -> impl Iterator<Item = &'s Arc<Value>> + '_ {
+        let start = (self.namespace.to_owned(), String::new());
+        self.objects
+            .into_iter()
+            .flat_map(move |c| c.range(start.clone()..))
+            .take_while(|((ns, _), _)| ns == self.namespace)
+            .map(|(_, o)| o)
+            .filter(|o| self.selector.as_ref().is_some_and(|s| s.matches(o)))
+    }
+
+    fn kept(&self, only_named: Option<&str>) -> Vec<Arc<Value>> {
+        match (self.selector.is_some(), only_named) {
+            (false, Some(wanted)) if wanted != self.name => Vec::new(),
+            (false, _) => self.get(self.name).cloned().into_iter().collect(),
+            (true, Some(wanted)) => self.get(wanted).cloned().into_iter().collect(),
+            (true, None) => self.all().cloned().collect(),
         }
-        (name, None) => Ok(state.get(&key, namespace, name).cloned().into_iter().collect()),
-        (_, Some(selector)) => {
-            let selector = LabelSelector::from_object(selector)?;
-            Ok(state
-                .collections
-                .get(&key)
-                .into_iter()
-                .flat_map(|c| c.iter())
-                .filter(|((ns, _), o)| ns == namespace && selector.matches(o))
-                .map(|(_, o)| o.clone())
-                .collect())
+    }
+
+    fn any(&self) -> bool {
+        match self.selector {
+            None => self.get(self.name).is_some(),
+            Some(_) => self.all().next().is_some(),
         }
     }
 }
