@@ -22,7 +22,6 @@
 
 use std::time::{Duration, Instant};
 
-use envtest::TestEnv;
 use kube::Client;
 use serde_json::{Value, json};
 
@@ -90,17 +89,7 @@ struct Writers {
 
 async fn run() -> BenchResult<()> {
     let args = parse()?;
-    let deploy = controllers::operator::samples::deploy_dir();
-    let env = TestEnv::builder()
-        .crd_dir(deploy.join("crds"))
-        .crd_dir(deploy.join("examples/crds"))
-        .namespace(MAPI)
-        .namespace(CAPI)
-        .user("alice", &["system:masters"])
-        .user(OPERATOR, &["system:masters"])
-        .user(PROVIDERS, &["system:masters"])
-        .start()
-        .await?;
+    let env = e2e::policy_env().await?;
     let seeder = env.client_as(PROVIDERS).await?;
     let started = Instant::now();
     fill(&seeder, args.pairs).await?;
@@ -116,11 +105,7 @@ async fn run() -> BenchResult<()> {
     // Without, with, then without again (the policies deleted): a later round runs on a
     // larger history, so "without" is the mean of the rounds either side.
     let before = round(&writers, &args, "a").await?;
-    let same = |n: &str| n.to_owned();
-    let policies =
-        controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &same)?;
-    let installed: Vec<Value> = policies.iter().map(|(_, doc)| doc.clone()).collect();
-    controllers::operator::samples::create_all(&env.client(), policies, &same).await?;
+    let installed = e2e::install_policies(&env.client(), &e2e::default_namespaces()).await?;
     let with = round(&writers, &args, "b").await?;
     for doc in &installed {
         let plural = if doc["kind"] == "ValidatingAdmissionPolicy" {

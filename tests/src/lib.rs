@@ -152,11 +152,7 @@ impl Cluster {
     /// Installs `deploy/admission-policies/` for this test's namespaces: the controllers
     /// (the operator's ServiceAccount) are exempt, the test's admin client is not.
     pub async fn install_policies(&self) -> TestResult {
-        let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-        let rename = controllers::operator::samples::sample_namespaces(&self.namespaces);
-        let policies =
-            controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &rename)?;
-        controllers::operator::samples::create_all(&self.client, policies, &rename).await?;
+        install_policies(&self.client, &self.namespaces).await?;
         Ok(())
     }
 
@@ -478,6 +474,50 @@ pub fn infra_crd(kind: &str, versions: &[&str], contract: Option<&str>) -> Custo
             ..Default::default()
         },
         status: None,
+    }
+}
+
+/// Creates `deploy/admission-policies/` through `client`, its namespaces renamed to
+/// `namespaces`; returns the policies and bindings created.
+pub async fn install_policies(
+    client: &Client,
+    namespaces: &Namespaces,
+) -> TestResult<Vec<serde_json::Value>> {
+    let deploy = controllers::operator::samples::deploy_dir();
+    let rename = controllers::operator::samples::sample_namespaces(namespaces);
+    let policies =
+        controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &rename)?;
+    let created = policies.iter().map(|(_, doc)| doc.clone()).collect();
+    controllers::operator::samples::create_all(client, policies, &rename).await?;
+    Ok(created)
+}
+
+/// An envtest for the admission policies on their own: the project's and the examples'
+/// CRDs, the `openshift-machine-api` and `openshift-cluster-api` namespaces, and three
+/// users with an admin's permissions: `alice` (whom the policies check), the operator and
+/// the providers (whom they exempt).
+pub async fn policy_env() -> TestResult<TestEnv> {
+    use controllers::operator::policies::{OPERATOR_USER, PROVIDERS_USER};
+    let deploy = controllers::operator::samples::deploy_dir();
+    let namespaces = default_namespaces();
+    Ok(TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(deploy.join("examples/crds"))
+        .namespace(&namespaces.mapi)
+        .namespace(&namespaces.capi)
+        .user("alice", &["system:masters"])
+        .user(OPERATOR_USER, &["system:masters"])
+        .user(PROVIDERS_USER, &["system:masters"])
+        .start()
+        .await?)
+}
+
+/// The namespaces `deploy/` is written for: `openshift-machine-api`, `openshift-cluster-api`.
+pub fn default_namespaces() -> Namespaces {
+    let [mapi, capi] = controllers::operator::samples::SAMPLE_NAMESPACES;
+    Namespaces {
+        mapi: mapi.into(),
+        capi: capi.into(),
     }
 }
 

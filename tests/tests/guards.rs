@@ -36,21 +36,10 @@ struct Reply {
 
 impl Guards {
     async fn start() -> Result<Self, Box<dyn std::error::Error>> {
-        let deploy = controllers::operator::samples::deploy_dir();
-        let env = TestEnv::builder()
-            .crd_dir(deploy.join("crds"))
-            .crd_dir(deploy.join("examples/crds"))
-            .namespace(MAPI)
-            .namespace(CAPI)
-            .user("alice", &["system:masters"])
-            .user(OPERATOR, &["system:masters"])
-            .user(PROVIDERS, &["system:masters"])
-            .start()
-            .await?;
-        let same = |n: &str| n.to_owned();
-        let policies =
-            controllers::operator::policies::render(&controllers::operator::policies::dir(&deploy), &same)?;
-        controllers::operator::samples::create_all(&env.client(), policies, &same).await?;
+        let env = e2e::policy_env().await.map_err(|e| e.to_string())?;
+        e2e::install_policies(&env.client(), &e2e::default_namespaces())
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             alice: env.client_as("alice").await?,
             operator: env.client_as(OPERATOR).await?,
