@@ -9,3 +9,4 @@ pub mod platform;
 pub mod simulate;
 pub mod status;
 pub mod sync;
+pub mod user_data;

@@ -1,5 +1,6 @@
-//! `controllers status`: what an administrator checks before and during a migration, one
-//! line per Machine and MachineSet pair, read through a kubeconfig.
+//! `controllers status`: what an administrator checks before and during a migration: whether
+//! the `MachineAPIMigration` feature gate lets the controllers run (and why), then one line
+//! per Machine and MachineSet pair, read through a kubeconfig.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -22,6 +23,10 @@ pub struct StatusArgs {
     /// The namespaces to read: the operator's flags, environment variables and defaults.
     #[command(flatten)]
     pub namespaces: crate::operator::cli::NamespaceArgs,
+    /// The release version whose feature gates count, as the operator's flag [default:
+    /// the cluster's].
+    #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
+    pub release_version: Option<String>,
 }
 
 /// One pair as `controllers status` prints it.
@@ -210,8 +215,16 @@ pub async fn run(args: &StatusArgs, out: &mut impl Write, err: &mut impl Write) 
             return 2;
         }
     };
+    let gate = crate::operator::gate::read_once(&connection.client, args.release_version.as_deref()).await;
     match rows(&connection.client, &args.namespaces.namespaces()).await {
         Ok(rows) => {
+            let verdict = if gate.enabled { "enabled" } else { "disabled" };
+            let _ = writeln!(
+                out,
+                "{} feature gate: {verdict}: {}",
+                crate::operator::gate::GATE,
+                gate.reason
+            );
             let _ = out.write_all(render(&rows).as_bytes());
             0
         }

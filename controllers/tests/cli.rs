@@ -230,9 +230,13 @@ async fn status_reads_the_namespaces_of_the_operators_flags_and_variables() {
     )
     .await;
     assert_eq!(code, 0, "{err}");
+    assert!(
+        by_flags.starts_with("MachineAPIMigration feature gate: enabled: MachineAPIMigration is enabled in featuregates.config.openshift.io/cluster status.featureGates[version=4.22.0]\n"),
+        "{by_flags}"
+    );
     let names: Vec<&str> = by_flags
         .lines()
-        .skip(1)
+        .skip(2)
         .filter_map(|line| line.split_whitespace().nth(1))
         .collect();
     for name in [
@@ -259,7 +263,7 @@ async fn status_reads_the_namespaces_of_the_operators_flags_and_variables() {
     // The defaults are the operator's: nothing there.
     let (code, by_default, err) = run(&status, &[]).await;
     assert_eq!(code, 0, "{err}");
-    assert_eq!(by_default.lines().count(), 1, "{by_default}");
+    assert_eq!(by_default.lines().count(), 2, "{by_default}");
 }
 
 /// Every object of the sample files: (apiVersion, kind, namespace, name).

@@ -198,11 +198,11 @@ fn rbac_is_least_privilege() {
             assert!(!strings(&rule["apiGroups"]).iter().any(|g| g == "*"), "{rule}");
         }
     }
-    // Cluster-wide: reading CRDs (discovery is every authenticated user's) and the one
-    // Infrastructure object.
+    // Cluster-wide: reading CRDs (discovery is every authenticated user's), the one
+    // Infrastructure object, and the feature gate's FeatureGate and ClusterVersion.
     for role in of_kind(&docs, "ClusterRole") {
         let rules = rules(role);
-        assert_eq!(rules.len(), 2, "{role}");
+        assert_eq!(rules.len(), 4, "{role}");
         assert_eq!(
             strings(&rules[0]["apiGroups"]),
             ["apiextensions.k8s.io"],
@@ -218,6 +218,16 @@ fn rbac_is_least_privilege() {
         assert_eq!(strings(&rules[1]["resources"]), ["infrastructures"], "{role}");
         assert_eq!(strings(&rules[1]["resourceNames"]), ["cluster"], "{role}");
         assert_eq!(strings(&rules[1]["verbs"]), ["get"], "{role}");
+        // The feature gate's two singletons, watched by name.
+        for (rule, resource, name) in [
+            (&rules[2], "featuregates", "cluster"),
+            (&rules[3], "clusterversions", "version"),
+        ] {
+            assert_eq!(strings(&rule["apiGroups"]), ["config.openshift.io"], "{role}");
+            assert_eq!(strings(&rule["resources"]), [resource], "{role}");
+            assert_eq!(strings(&rule["resourceNames"]), [name], "{role}");
+            assert_eq!(strings(&rule["verbs"]), ["list", "watch"], "{role}");
+        }
     }
     // Machines only in their namespaces; no update (writes are server-side apply and
     // patches), no deletecollection, no RBAC verbs.
@@ -255,13 +265,31 @@ fn rbac_is_least_privilege() {
             }
         }
     }
-    // Every binding grants to the operator's service account.
+    // Every binding grants to the operator's service account, but the one that lets the
+    // platform Prometheus find its scrape targets (deploy/monitoring/prometheus-rbac.yaml):
+    // read-only, in the operator's namespace.
     for binding in of_kind(&docs, "RoleBinding")
         .iter()
         .chain(&of_kind(&docs, "ClusterRoleBinding"))
     {
         let subjects = binding["subjects"].as_array().cloned().unwrap_or_default();
         assert_eq!(subjects.len(), 1, "{binding}");
+        if subjects[0]["name"] == "prometheus-k8s" {
+            assert_eq!(binding["kind"], "RoleBinding");
+            assert_eq!(binding["metadata"]["namespace"], namespace);
+            assert_eq!(subjects[0]["kind"], "ServiceAccount");
+            assert_eq!(subjects[0]["namespace"], "openshift-monitoring");
+            let role = of_kind(&docs, "Role")
+                .into_iter()
+                .find(|r| r["metadata"]["name"] == binding["roleRef"]["name"]);
+            let Some(role) = role else {
+                panic!("no Role for {binding}")
+            };
+            for rule in rules(role) {
+                assert_eq!(strings(&rule["verbs"]), ["get", "list", "watch"], "{rule}");
+            }
+            continue;
+        }
         assert_eq!(subjects[0]["kind"], "ServiceAccount");
         assert_eq!(subjects[0]["namespace"], namespace);
     }
@@ -288,19 +316,33 @@ fn the_dev_overlay_adds_the_two_namespaces_and_every_file_is_used() {
             "dev lacks {namespace}"
         );
     }
-    assert_eq!(dev.len(), base.len() + 2);
-    // Every manifest of deploy/operator is part of the kustomization.
-    let mut files = Vec::new();
-    yaml_files(&deploy_dir().join("operator"), &mut files);
-    let kustomization =
-        std::fs::read_to_string(deploy_dir().join("operator/kustomization.yaml")).unwrap_or_default();
-    for file in files {
-        let Ok(relative) = file.strip_prefix(deploy_dir().join("operator")) else {
-            continue;
-        };
-        let relative = relative.display().to_string();
-        if relative != "kustomization.yaml" {
-            assert!(kustomization.contains(&relative), "{relative} is not listed");
+    // deploy/monitoring is the base's only: development clusters have no Prometheus
+    // Operator (monitoring.coreos.com) and no openshift-monitoring namespace.
+    let monitoring = kustomize("monitoring");
+    assert!(!monitoring.is_empty());
+    assert_eq!(dev.len(), base.len() - monitoring.len() + 2);
+    for doc in &dev {
+        let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+        assert!(!api_version.starts_with("monitoring.coreos.com/"), "{doc}");
+        assert_ne!(doc["kind"], "NetworkPolicy", "{doc}");
+    }
+    // Every manifest of deploy/operator and deploy/monitoring is part of its kustomization.
+    for folder in ["operator", "monitoring"] {
+        let mut files = Vec::new();
+        yaml_files(&deploy_dir().join(folder), &mut files);
+        let kustomization =
+            std::fs::read_to_string(deploy_dir().join(folder).join("kustomization.yaml")).unwrap_or_default();
+        for file in files {
+            let Ok(relative) = file.strip_prefix(deploy_dir().join(folder)) else {
+                continue;
+            };
+            let relative = relative.display().to_string();
+            if relative != "kustomization.yaml" {
+                assert!(
+                    kustomization.contains(&relative),
+                    "{folder}/{relative} is not listed"
+                );
+            }
         }
     }
 }
@@ -325,10 +367,11 @@ fn the_containerfile_builds_a_minimal_non_root_image() {
 }
 
 /// Applies the rendered manifests with kubectl; envtest does not serve apps/v1, so the
-/// Deployment is left out (see `kubectl_apply_k_deploy`).
+/// Deployment is left out (see `kubectl_apply_k_deploy`). The envtest serves the
+/// Prometheus Operator's CRDs, for deploy/monitoring.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rendered_manifests_apply_to_envtest() {
-    let env = common::env().await;
+    let env = common::env_with_monitoring_crds().await;
     let kubeconfig = common::kubeconfig(&env).display().to_string();
     let docs: Vec<Value> = kustomize("")
         .into_iter()
@@ -371,14 +414,16 @@ async fn the_rendered_manifests_apply_to_envtest() {
         "-o",
         "name",
     ]);
-    assert_eq!(listed.map(|out| out.lines().count()), Ok(8));
+    // The operator's four Roles and bindings, and the platform Prometheus's one.
+    assert_eq!(listed.map(|out| out.lines().count()), Ok(10));
 }
 
 /// `kubectl apply -k deploy/`, as a user would run it, with kubectl's validation on: the
-/// Deployment and its security settings are served back as applied.
+/// Deployment and its security settings are served back as applied, and so are the
+/// monitoring objects (against the Prometheus Operator's own CRD schemas).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_k_deploy() {
-    let env = common::env().await;
+    let env = common::env_with_monitoring_crds().await;
     let kubeconfig = common::kubeconfig(&env).display().to_string();
     let deploy = deploy_dir().display().to_string();
     let applied = kubectl(&["--kubeconfig", &kubeconfig, "apply", "-k", &deploy]);
@@ -401,4 +446,47 @@ async fn kubectl_apply_k_deploy() {
     let security = &deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"];
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["allowPrivilegeEscalation"], false);
+    let monitoring = kubectl(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "get",
+        "services,servicemonitors,prometheusrules,networkpolicies",
+        "-n",
+        "openshift-machine-sync",
+        "-o",
+        "name",
+    ]);
+    let mut names: Vec<String> = monitoring
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "networkpolicy.networking.k8s.io/allow-egress-to-api-server-and-dns",
+            "networkpolicy.networking.k8s.io/allow-metrics-from-openshift-monitoring",
+            "networkpolicy.networking.k8s.io/default-deny",
+            "prometheusrule.monitoring.coreos.com/machine-sync-controllers",
+            "service/machine-sync-controllers-metrics",
+            "servicemonitor.monitoring.coreos.com/machine-sync-controllers",
+        ],
+        "{monitoring:?}"
+    );
+    let namespace = kubectl(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "get",
+        "namespace",
+        "openshift-machine-sync",
+        "-o",
+        "jsonpath={.metadata.labels.openshift\\.io/cluster-monitoring}",
+    ]);
+    assert_eq!(
+        namespace.as_deref(),
+        Ok("true"),
+        "the platform Prometheus reads the namespace"
+    );
 }

@@ -30,6 +30,8 @@ fn settings() -> Settings {
         shutdown_grace: std::time::Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: None,
+        gate: controllers::operator::gate::GateSource::Enabled,
+        release_version: None,
     }
 }
 

@@ -201,6 +201,8 @@ fn settings(leader_election: Option<LeaseSettings>) -> Settings {
         shutdown_grace: Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: Some(SA_NS.into()),
+        gate: controllers::operator::gate::GateSource::Cluster,
+        release_version: None,
     }
 }
 

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, Error};
 
 type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
@@ -164,6 +164,18 @@ async fn users_get_exactly_what_their_roles_grant() -> TestResult {
     forbidden_message(
         Api::<ConfigMap>::namespaced(bob.clone(), "b")
             .list(&Default::default())
+            .await,
+    );
+    // …unless the list names its object with a `metadata.name` field selector, which
+    // kube-apiserver authorizes as a request for that name.
+    let named = ListParams::default().fields("metadata.name=cm");
+    let listed = Api::<ConfigMap>::namespaced(bob.clone(), "b")
+        .list(&named)
+        .await?;
+    assert_eq!(listed.items.len(), 1);
+    forbidden_message(
+        Api::<ConfigMap>::namespaced(bob.clone(), "b")
+            .list(&ListParams::default().fields("metadata.name=other"))
             .await,
     );
     Ok(())

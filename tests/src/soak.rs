@@ -151,6 +151,8 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         shutdown_grace: Duration::from_secs(5),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: Some(crate::OPERATOR_NAMESPACE.into()),
+        gate: controllers::operator::gate::GateSource::Enabled,
+        release_version: None,
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
+use super::gate::GateSource;
 use crate::convert::ConvertArgs;
 
 /// The default lease name (`--leader-election-id`).
@@ -187,6 +188,24 @@ pub struct Cli {
     /// adds each reconcile's decision.
     #[arg(long, env = "RUST_LOG", value_name = "FILTER")]
     pub log_level: Option<String>,
+
+    /// Where the `MachineAPIMigration` feature gate is read: `cluster` follows
+    /// featuregates.config.openshift.io/cluster for the release version (the controllers
+    /// start and stop as it changes); `enabled` for clusters without that API (plain
+    /// Kubernetes); `disabled` to run none of them.
+    #[arg(
+        long,
+        env = "SYNC_MACHINE_API_MIGRATION_GATE",
+        value_name = "SOURCE",
+        value_enum,
+        default_value_t = GateSource::Cluster
+    )]
+    pub machine_api_migration_gate: GateSource,
+
+    /// The release version whose feature gates count [default: the cluster's,
+    /// clusterversions.config.openshift.io/version status.desired.version].
+    #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
+    pub release_version: Option<String>,
 
     /// Names each controller reconciles at once.
     #[arg(

@@ -32,7 +32,13 @@ pub struct Health {
 
 struct Inner {
     phase: Mutex<Phase>,
-    controllers: Vec<(&'static str, Readiness)>,
+    controllers: Mutex<Running>,
+}
+
+/// What the leader runs: the controllers, or nothing while a feature gate keeps them off.
+enum Running {
+    Controllers(Vec<(&'static str, Readiness)>),
+    Gated { reason: String, known: bool },
 }
 
 impl std::fmt::Debug for Health {
@@ -58,7 +64,7 @@ impl Health {
         Self {
             inner: Arc::new(Inner {
                 phase: Mutex::new(Phase::Starting),
-                controllers,
+                controllers: Mutex::new(Running::Controllers(controllers)),
             }),
         }
     }
@@ -81,6 +87,24 @@ impl Health {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = phase;
     }
 
+    /// The leader now runs these controllers (the feature gate started them).
+    pub fn set_controllers(&self, controllers: Vec<(&'static str, Readiness)>) {
+        *self.running() = Running::Controllers(controllers);
+    }
+
+    /// The leader runs no controllers, for `reason` (the feature gate is off): ready, as
+    /// there is nothing to wait for, once the gate is `known` (read from the cluster).
+    pub fn set_gated(&self, reason: String, known: bool) {
+        *self.running() = Running::Gated { reason, known };
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.inner
+            .controllers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The `/readyz` verdict.
     pub fn readiness(&self) -> Report {
         let mut checks: Vec<(String, bool)> = Vec::new();
@@ -88,11 +112,19 @@ impl Health {
             Phase::Starting => checks.push(("starting".into(), false)),
             Phase::Standby => checks.push(("standby: waiting for the leader lease".into(), true)),
             Phase::Stopping => checks.push(("shutting down".into(), false)),
-            Phase::Leading => {
-                for (name, readiness) in &self.inner.controllers {
-                    checks.push((format!("{name} caches synced"), readiness.is_ready()));
+            Phase::Leading => match &*self.running() {
+                Running::Controllers(controllers) if controllers.is_empty() => {
+                    checks.push(("controllers starting".into(), false))
                 }
-            }
+                Running::Controllers(controllers) => {
+                    for (name, readiness) in controllers {
+                        checks.push((format!("{name} caches synced"), readiness.is_ready()));
+                    }
+                }
+                Running::Gated { reason, known } => {
+                    checks.push((format!("controllers not running: {reason}"), *known))
+                }
+            },
         }
         let ready = checks.iter().all(|(_, ok)| *ok);
         let mut body = String::new();
@@ -121,9 +153,29 @@ mod tests {
         assert!(health.readiness().ready);
         assert!(health.readiness().body.contains("[+]standby"));
         health.set_phase(Phase::Leading);
+        assert!(!health.readiness().ready, "no controllers yet");
+        health.set_gated("gate off".into(), true);
         assert!(health.readiness().ready);
         health.set_phase(Phase::Stopping);
         assert!(!health.readiness().ready);
         assert!(health.readiness().body.ends_with("readyz check failed\n"));
+    }
+
+    #[test]
+    fn a_leader_whose_feature_gate_is_off_is_ready_and_says_why() {
+        let health = Health::new(Vec::new());
+        health.set_phase(Phase::Leading);
+        health.set_gated("MachineAPIMigration: reading".into(), false);
+        assert!(!health.readiness().ready, "not ready until the gate is read");
+        health.set_gated("MachineAPIMigration is disabled".into(), true);
+        let report = health.readiness();
+        assert!(report.ready);
+        assert!(
+            report
+                .body
+                .contains("[+]controllers not running: MachineAPIMigration is disabled ok"),
+            "{}",
+            report.body
+        );
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
 use sync_core::store::Store;
 
-use crate::migration::{MigrationMetrics, MigrationResult};
+use crate::migration::{MachineMigration, MachineSetMigration, MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
 use sync_core::{Caches, InfraTracker, MapiObject, SyncPair};
 
@@ -66,7 +66,13 @@ pub struct Metrics {
     platform: Family<Labels<1>, Gauge>,
     migrations: Family<Labels<2>, Counter>,
     migration_durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
+    gate: Family<Labels<1>, Gauge>,
+    gated_requests: Family<Labels<1>, Gauge>,
+    caches: SharedCaches,
 }
+
+/// The running controllers' caches: replaced each time the feature gate starts them.
+type SharedCaches = Arc<RwLock<Vec<CacheCount>>>;
 
 impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -140,7 +146,34 @@ impl Metrics {
             "Time from a migration's request to its end (or to its stall), by controller and result",
             migration_durations.clone(),
         );
-        registry.register_collector(Box::new(StateCollector { caches, infra }));
+        // Every migration series exists from the start (at 0), so that `increase()` in an
+        // alert sees the first stall.
+        for controller in [MachineMigration::NAME, MachineSetMigration::NAME] {
+            for result in [
+                MigrationResult::Completed,
+                MigrationResult::RolledBack,
+                MigrationResult::Stalled,
+            ] {
+                drop(migrations.get_or_create(&[("controller", controller), ("result", result.label())]));
+            }
+        }
+        let gate = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "sync_feature_gate_enabled",
+            "1 while the feature gate the controllers obey (gate: MachineAPIMigration) is enabled and they run, 0 while they are stopped",
+            gate.clone(),
+        );
+        let gated_requests = Family::<Labels<1>, Gauge>::default();
+        registry.register(
+            "sync_gated_requests",
+            "While the feature gate keeps the controllers off: MAPI objects by kind (Machine, MachineSet) whose spec.authoritativeAPI asks for ClusterAPI",
+            gated_requests.clone(),
+        );
+        let caches = Arc::new(RwLock::new(caches));
+        registry.register_collector(Box::new(StateCollector {
+            caches: caches.clone(),
+            infra,
+        }));
         Self {
             registry,
             reconciles,
@@ -151,7 +184,37 @@ impl Metrics {
             platform,
             migrations,
             migration_durations,
+            gate,
+            gated_requests,
+            caches,
         }
+    }
+
+    /// Records how many MAPI objects of `kind` request ClusterAPI while the gate is off.
+    pub fn set_gated_requests(&self, kind: &'static str, count: usize) {
+        self.gated_requests
+            .get_or_create(&[("kind", kind)])
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Removes the gated-request series (the controllers run again).
+    pub fn clear_gated_requests(&self) {
+        self.gated_requests.clear();
+    }
+
+    /// Records whether the `MachineAPIMigration` gate lets the controllers run.
+    pub fn set_gate(&self, enabled: bool) {
+        self.gate
+            .get_or_create(&[("gate", crate::operator::gate::GATE)])
+            .set(i64::from(enabled));
+    }
+
+    /// Exports these caches (those of the controllers now running) instead of the last ones.
+    pub fn set_caches(&self, caches: Vec<CacheCount>) {
+        *self
+            .caches
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = caches;
     }
 
     /// Records the cluster's platform and whether it is synced.
@@ -283,14 +346,14 @@ fn synchronized_by_reason<K: MapiObject>(store: &Store<K>) -> BTreeMap<(String, 
 
 /// Reads the state metrics at scrape time.
 struct StateCollector {
-    caches: Vec<CacheCount>,
+    caches: SharedCaches,
     infra: Option<InfraTracker>,
 }
 
 impl fmt::Debug for StateCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StateCollector")
-            .field("caches", &self.caches.len())
+            .field("caches", &self.caches.read().map(|c| c.len()).unwrap_or_default())
             .finish_non_exhaustive()
     }
 }
@@ -298,6 +361,10 @@ impl fmt::Debug for StateCollector {
 impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let gauge = ConstGauge::new(1i64);
+        let caches = self
+            .caches
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
 
         let mut family = encoder.encode_descriptor(
             "sync_build_info",
@@ -320,7 +387,7 @@ impl Collector for StateCollector {
             None,
             MetricType::Gauge,
         )?;
-        for cache in &self.caches {
+        for cache in caches.iter() {
             let labels: Labels<2> = [("controller", cache.controller), ("cache", cache.cache)];
             let count = i64::try_from((cache.len)()).unwrap_or(i64::MAX);
             ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
@@ -332,7 +399,7 @@ impl Collector for StateCollector {
             None,
             MetricType::Gauge,
         )?;
-        for cache in &self.caches {
+        for cache in caches.iter() {
             let Some(synchronized) = &cache.synchronized else {
                 continue;
             };

@@ -6,12 +6,14 @@
 pub mod cli;
 #[cfg(feature = "embedded")]
 pub mod embedded;
+pub mod gate;
 pub mod health;
 pub mod http;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod policies;
+pub mod requests;
 pub mod run;
 pub mod samples;
 pub mod shutdown;

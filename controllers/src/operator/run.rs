@@ -24,10 +24,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cli::{Cli, Listener};
+use super::gate::{self, GateSource};
 use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
 use super::metrics::{CacheCount, Metrics};
+use super::requests;
 use super::shutdown::{Deadlines, ShutdownBudget};
 use crate::machine::{MachineHooks, MachineSync};
 use crate::machine_set::{MachineSetHooks, MachineSetSync};
@@ -36,6 +38,7 @@ use crate::migration::{
     MigrationMetrics,
 };
 use crate::sync::Cluster;
+use crate::user_data::UserDataSync;
 
 /// Where the service account's namespace is mounted in a pod.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -113,6 +116,10 @@ pub struct Settings {
     /// Where the sync controllers keep their restart checkpoints (`None`: none kept, every
     /// pair is reconciled at each start); see [`sync_core::checkpoint`].
     pub checkpoint_namespace: Option<String>,
+    /// Where the `MachineAPIMigration` feature gate is read from.
+    pub gate: GateSource,
+    /// The operator's release version, whose gates count (`None`: the cluster's version).
+    pub release_version: Option<String>,
 }
 
 impl Settings {
@@ -138,6 +145,8 @@ impl Settings {
                 stall_timeout: cli.migration_stall_timeout,
             },
             checkpoint_namespace: cli.restart_checkpoint.then(|| leader_election_namespace(cli)),
+            gate: cli.machine_api_migration_gate,
+            release_version: cli.release_version.clone().filter(|v| !v.is_empty()),
         }
     }
 }
@@ -399,29 +408,20 @@ impl Operator {
         let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
         infra_config.instance = Some(settings.replica.clone());
         let infra = InfraTracker::new(client.clone(), infra_config);
-        let machines =
-            SyncController::<MachineSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
-        let sets =
-            SyncController::<MachineSetSync>::new(client.clone(), config.clone()).with_infra(infra.clone());
-        let machine_migration =
-            SyncController::<MachineMigration>::new(client.clone(), config.clone()).with_infra(infra.clone());
-        let set_migration =
-            SyncController::<MachineSetMigration>::new(client.clone(), config).with_infra(infra.clone());
-
-        let mut caches = CacheCount::of(&machines.caches());
-        caches.extend(CacheCount::of(&sets.caches()));
-        let metrics = Arc::new(Metrics::new(caches, Some(infra)));
-        let observer: Arc<dyn Observer> = metrics.clone();
-        let machines = machines.with_observer(observer.clone());
-        let sets = sets.with_observer(observer.clone());
-        let machine_migration = machine_migration.with_observer(observer.clone());
-        let set_migration = set_migration.with_observer(observer);
-        let health = Health::new(vec![
-            (MachineSync::NAME, machines.readiness()),
-            (MachineSetSync::NAME, sets.readiness()),
-            (MachineMigration::NAME, machine_migration.readiness()),
-            (MachineSetMigration::NAME, set_migration.readiness()),
-        ]);
+        let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));
+        let health = Health::new(Vec::new());
+        let wiring = Wiring {
+            client: client.clone(),
+            config,
+            infra,
+            metrics: metrics.clone(),
+            health: health.clone(),
+            migration: settings.migration.clone(),
+            checkpoint_namespace: settings.checkpoint_namespace.clone(),
+            instance: settings.replica.clone(),
+            gate: settings.gate,
+            release_version: settings.release_version.clone(),
+        };
 
         let http_stop = CancellationToken::new();
         let mut servers = Vec::new();
@@ -464,23 +464,12 @@ impl Operator {
             tracing::info!("serving probes on the metrics address");
         }
 
-        let controllers = Controllers {
-            machines,
-            sets,
-            machine_migration,
-            set_migration,
-            migration: settings.migration.clone(),
-            checkpoint_namespace: settings.checkpoint_namespace.clone(),
-            client: client.clone(),
-            metrics: metrics.clone(),
-            instance: settings.replica.clone(),
-        };
         let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
         let driver = tokio::spawn(drive(
             client,
             settings.leader_election,
             budget,
-            controllers,
+            wiring,
             health.clone(),
             metrics.clone(),
             shutdown.clone(),
@@ -556,6 +545,123 @@ impl Operator {
     }
 }
 
+/// What building the controllers takes: they are built afresh each time the feature gate
+/// lets them run, and dropped (caches and all) when it stops them.
+struct Wiring {
+    client: Client,
+    config: SyncConfig,
+    infra: InfraTracker,
+    metrics: Arc<Metrics>,
+    health: Health,
+    migration: MigrationConfig,
+    checkpoint_namespace: Option<String>,
+    instance: String,
+    gate: GateSource,
+    release_version: Option<String>,
+}
+
+impl Wiring {
+    /// Runs the controllers while the `MachineAPIMigration` gate is enabled, until `stop`:
+    /// started when it turns on, stopped (in-flight reconciles finished) when it turns off.
+    async fn run_gated(self, stop: CancellationToken) {
+        let mut gate = gate::follow(
+            self.client.clone(),
+            self.gate,
+            self.release_version.clone(),
+            stop.child_token(),
+        );
+        loop {
+            let state = gate.borrow_and_update().clone();
+            self.metrics.set_gate(state.enabled);
+            if !state.enabled {
+                tracing::info!(reason = %state.reason, "the sync and migration controllers are not running");
+                self.health.set_gated(state.reason, state.known);
+                let counting = stop.child_token();
+                let namespace = self.config.namespaces.mapi.clone();
+                let requests = requests::count(
+                    self.client.clone(),
+                    namespace,
+                    self.metrics.clone(),
+                    counting.clone(),
+                );
+                let requests = tokio::spawn(requests);
+                let changed = tokio::select! {
+                    changed = gate.changed() => changed.is_ok(),
+                    () = stop.cancelled() => false,
+                };
+                counting.cancel();
+                let _ = requests.await;
+                if changed {
+                    continue;
+                }
+                return;
+            }
+            tracing::info!(reason = %state.reason, "starting the sync and migration controllers");
+            self.health.set_controllers(Vec::new());
+            let running = stop.child_token();
+            let run = self.build().run(running.clone());
+            tokio::pin!(run);
+            let gate_closed = async {
+                while gate.changed().await.is_ok() {
+                    if !gate.borrow().enabled {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await;
+            };
+            tokio::select! {
+                () = &mut run => return,
+                () = gate_closed => {
+                    tracing::info!("stopping the sync and migration controllers: the feature gate turned off");
+                    running.cancel();
+                    run.await;
+                }
+            }
+            if stop.is_cancelled() {
+                return;
+            }
+        }
+    }
+
+    /// The four controllers, their caches exported and their readiness reported.
+    fn build(&self) -> Controllers {
+        let config = &self.config;
+        let client = &self.client;
+        let observer: Arc<dyn Observer> = self.metrics.clone();
+        let machines = SyncController::<MachineSync>::new(client.clone(), config.clone());
+        let machines = machines
+            .with_infra(self.infra.clone())
+            .with_observer(observer.clone());
+        let sets = SyncController::<MachineSetSync>::new(client.clone(), config.clone());
+        let sets = sets
+            .with_infra(self.infra.clone())
+            .with_observer(observer.clone());
+        let machine_migration = SyncController::<MachineMigration>::new(client.clone(), config.clone());
+        let machine_migration = machine_migration
+            .with_infra(self.infra.clone())
+            .with_observer(observer.clone());
+        let set_migration = SyncController::<MachineSetMigration>::new(client.clone(), config.clone());
+        let set_migration = set_migration
+            .with_infra(self.infra.clone())
+            .with_observer(observer);
+        let mut caches = CacheCount::of(&machines.caches());
+        caches.extend(CacheCount::of(&sets.caches()));
+        self.metrics.set_caches(caches);
+        Controllers {
+            machines,
+            sets,
+            machine_migration,
+            set_migration,
+            migration: self.migration.clone(),
+            checkpoint_namespace: self.checkpoint_namespace.clone(),
+            client: client.clone(),
+            metrics: self.metrics.clone(),
+            health: self.health.clone(),
+            instance: self.instance.clone(),
+        }
+    }
+}
+
 /// The sync and migration controllers, run together.
 struct Controllers {
     machines: SyncController<MachineSync>,
@@ -566,6 +672,7 @@ struct Controllers {
     checkpoint_namespace: Option<String>,
     client: Client,
     metrics: Arc<Metrics>,
+    health: Health,
     instance: String,
 }
 
@@ -574,8 +681,17 @@ impl Controllers {
         let hooks = self.platform_hooks().await;
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
         let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
+        let mut running = vec![
+            (MachineSync::NAME, self.machines.readiness()),
+            (MachineSetSync::NAME, self.sets.readiness()),
+        ];
         match hooks {
             Some((machine_hooks, set_hooks, cluster)) => {
+                running.push((MachineMigration::NAME, self.machine_migration.readiness()));
+                running.push((MachineSetMigration::NAME, self.set_migration.readiness()));
+                self.health.set_controllers(running);
+                let namespaces = self.machines.namespaces().clone();
+                let user_data = UserDataSync::new(self.client.clone(), namespaces, self.recorder());
                 let (mut machines, mut sets) = (self.machines, self.sets);
                 if let Some(namespace) = &self.checkpoint_namespace {
                     match cluster.checkpoint(namespace, machines.namespaces()).await {
@@ -589,6 +705,7 @@ impl Controllers {
                     }
                 }
                 tokio::join!(
+                    user_data.run(stop.clone()),
                     machines.run(machine_hooks, stop.clone().cancelled_owned()),
                     sets.run(set_hooks, stop.clone().cancelled_owned()),
                     self.machine_migration.run_migration(
@@ -604,6 +721,7 @@ impl Controllers {
             // Watched but left alone: the stub hooks write nothing, and nothing migrates
             // without a sync to keep the sides equal.
             None => {
+                self.health.set_controllers(running);
                 tokio::join!(
                     self.machines.run(MachineSync, stop.clone().cancelled_owned()),
                     self.sets.run(MachineSetSync, stop.cancelled_owned()),
@@ -611,6 +729,17 @@ impl Controllers {
             }
         }
         tracing::info!("controllers stopped");
+    }
+
+    /// The operator's Event recorder (as this replica).
+    fn recorder(&self) -> Recorder {
+        Recorder::new(
+            self.client.clone(),
+            Reporter {
+                controller: "machine-sync-controllers".into(),
+                instance: Some(self.instance.clone()),
+            },
+        )
     }
 
     /// The hooks for the cluster's platform, from the `Infrastructure` object; `None` (the
@@ -629,13 +758,7 @@ impl Controllers {
             Err(reason) => {
                 tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");
                 self.metrics.set_platform(&cluster.platform, false);
-                let recorder = Recorder::new(
-                    self.client.clone(),
-                    Reporter {
-                        controller: "machine-sync-controllers".into(),
-                        instance: Some(self.instance.clone()),
-                    },
-                );
+                let recorder = self.recorder();
                 let event = Event {
                     type_: EventType::Warning,
                     reason: "UnsupportedPlatform".into(),
@@ -675,7 +798,7 @@ async fn drive(
     client: Client,
     lease: Option<LeaseSettings>,
     budget: ShutdownBudget,
-    controllers: Controllers,
+    controllers: Wiring,
     health: Health,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
@@ -696,7 +819,7 @@ async fn drive(
     health.set_phase(Phase::Leading);
 
     let stop = shutdown.child_token();
-    let run = controllers.run(stop.clone());
+    let run = controllers.run_gated(stop.clone());
     tokio::pin!(run);
     // Once shutdown is asked for, the budget's clock runs; the controllers get their share.
     let mut deadlines = None;

@@ -46,6 +46,22 @@ pub async fn env() -> TestEnv {
     }
 }
 
+/// An envtest with the project's CRDs only: no OpenShift config kinds (FeatureGate,
+/// ClusterVersion, Infrastructure), as on plain Kubernetes.
+#[allow(dead_code)]
+pub async fn env_without_config_crds() -> TestEnv {
+    let started = TestEnv::builder()
+        .crd_dir(deploy_dir().join("crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .start()
+        .await;
+    match started {
+        Ok(env) => env,
+        Err(error) => panic!("starting envtest: {error}"),
+    }
+}
+
 /// [`env`] with the samples of `deploy/examples` loaded (as `--embedded` does).
 pub async fn env_with_samples() -> TestEnv {
     let env = env().await;

@@ -159,7 +159,7 @@ where
             resource: &info.plural,
             subresource: path.subresource.as_deref().unwrap_or_default(),
             namespace: path.namespace.as_deref().unwrap_or_default(),
-            name: path.name.as_deref().unwrap_or_default(),
+            name: authorized_name(&path, verb, &params),
         },
     )
     .inspect_err(|error| shared.denials.record(&user, error))?;
@@ -302,6 +302,30 @@ fn policy_user(user: &crate::auth::User) -> crate::admission::policy::UserInfo {
         uid: String::new(),
         groups,
     }
+}
+
+/// The name a request is authorized for: its path's, or for a list or watch the name a
+/// `metadata.name` field selector requires (as kube-apiserver's request-info resolver does,
+/// so that `resourceNames` can grant watching one object).
+fn authorized_name<'a>(path: &'a ResourcePath, verb: &str, params: &'a HashMap<String, String>) -> &'a str {
+    if let Some(name) = &path.name {
+        return name;
+    }
+    if !matches!(verb, "list" | "watch") {
+        return "";
+    }
+    let selector = params
+        .get("fieldSelector")
+        .map(String::as_str)
+        .unwrap_or_default();
+    selector
+        .split(',')
+        .find_map(|term| {
+            let value = term.trim().strip_prefix("metadata.name")?;
+            value.strip_prefix("==").or_else(|| value.strip_prefix('='))
+        })
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+        .unwrap_or_default()
 }
 
 fn verb_of(
