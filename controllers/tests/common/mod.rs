@@ -62,6 +62,31 @@ pub async fn env_without_config_crds() -> TestEnv {
     }
 }
 
+/// The Prometheus Operator's `ServiceMonitor` and `PrometheusRule` CRDs (see the README
+/// beside them).
+pub fn monitoring_crd_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/monitoring-crds")
+}
+
+/// [`env`] that also serves `monitoring.coreos.com/v1`, as a cluster running the
+/// Prometheus Operator (OpenShift) does: what `deploy/monitoring/` needs to apply.
+pub async fn env_with_monitoring_crds() -> TestEnv {
+    let deploy = deploy_dir();
+    let started = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(deploy.join("examples/crds"))
+        .crd_dir(monitoring_crd_dir())
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .namespace(LEASE_NS)
+        .start()
+        .await;
+    match started {
+        Ok(env) => env,
+        Err(error) => panic!("starting envtest: {error}"),
+    }
+}
+
 /// [`env`] with the samples of `deploy/examples` loaded (as `--embedded` does).
 pub async fn env_with_samples() -> TestEnv {
     let env = env().await;

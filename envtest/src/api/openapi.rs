@@ -574,6 +574,14 @@ mod tests {
             json!([{"group": "", "version": "v1", "kind": "ConfigMap"}])
         );
         assert_eq!(
+            defs["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]["x-kubernetes-patch-merge-key"],
+            json!("port")
+        );
+        assert_eq!(
+            defs["io.k8s.api.networking.v1.NetworkPolicy"]["x-kubernetes-group-version-kind"],
+            json!([{"group": "networking.k8s.io", "version": "v1", "kind": "NetworkPolicy"}])
+        );
+        assert_eq!(
             custom_definition("machine.openshift.io", "v1beta1", "Machine"),
             "io.openshift.machine.v1beta1.Machine"
         );

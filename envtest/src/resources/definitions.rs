@@ -41,7 +41,7 @@ struct Builtins {
 fn builtins() -> &'static Builtins {
     static BUILTINS: OnceLock<Builtins> = OnceLock::new();
     BUILTINS.get_or_init(|| {
-        use k8s_openapi::api::{admissionregistration, apps, coordination, core, events, rbac};
+        use k8s_openapi::api::{admissionregistration, apps, coordination, core, events, networking, rbac};
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         let mut g = schemars::generate::SchemaSettings::openapi3().into_generator();
         let rbac = "rbac.authorization.k8s.io";
@@ -54,6 +54,8 @@ fn builtins() -> &'static Builtins {
             builtin::<events::v1::Event>(&mut g, "events.k8s.io", "v1", "Event"),
             builtin::<coordination::v1::Lease>(&mut g, "coordination.k8s.io", "v1", "Lease"),
             builtin::<apps::v1::Deployment>(&mut g, "apps", "v1", "Deployment"),
+            builtin::<core::v1::Service>(&mut g, "", "v1", "Service"),
+            builtin::<networking::v1::NetworkPolicy>(&mut g, "networking.k8s.io", "v1", "NetworkPolicy"),
             builtin::<apiext::CustomResourceDefinition>(
                 &mut g,
                 "apiextensions.k8s.io",
@@ -147,6 +149,12 @@ fn extensions() -> Vec<(&'static str, &'static str, Value)> {
             "io.k8s.api.core.v1.ServiceAccount",
             "imagePullSecrets",
             atomic.clone(),
+        ),
+        // A Service's ports merge by port and protocol, as kube-apiserver publishes them.
+        (
+            "io.k8s.api.core.v1.ServiceSpec",
+            "ports",
+            json!({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"], "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "port"}),
         ),
         (POLICY_SPEC, "validations", atomic.clone()),
         (POLICY_SPEC, "variables", atomic.clone()),

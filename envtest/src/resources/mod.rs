@@ -251,6 +251,20 @@ pub fn builtins() -> Vec<ResourceInfo> {
         status_replicas: ".status.replicas".into(),
         label_selector: None,
     });
+    // Served (stored, validated) so a real operator's monitoring manifests apply: no
+    // cluster IP is allocated, no endpoints are kept, and no network plugin enforces the
+    // policies.
+    let services = builtin("", "v1", "services", "Service", true, &["svc"], &["all"], true);
+    let network_policies = builtin(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        true,
+        &["netpol"],
+        &[],
+        false,
+    );
     let rbac = "rbac.authorization.k8s.io";
     let review = |group: &str, plural: &str, kind: &str, namespaced: bool| ResourceInfo {
         create_only: true,
@@ -308,6 +322,8 @@ pub fn builtins() -> Vec<ResourceInfo> {
     let mut all = vec![
         namespaces,
         deployments,
+        services,
+        network_policies,
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[], false),
         secrets,
         builtin(
