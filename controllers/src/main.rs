@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use controllers::convert;
 use controllers::operator::cli::Command;
-use controllers::operator::{Cli, Exit, logging, run};
+use controllers::operator::{Cli, Exit, logging, run, upstream};
 
 /// jemalloc rather than the system allocator: the controllers spend much of their CPU
 /// allocating and freeing the many small maps and strings of decoded objects, where it
@@ -41,10 +41,12 @@ async fn main() -> ExitCode {
         eprintln!("controllers: {error}");
         return ExitCode::from(2);
     }
-    let code = match run::run(cli).await.map_err(anyhow::Error::from) {
+    let code = match run::run(cli).await {
         Ok(Exit::Shutdown) => 0,
         Ok(Exit::LeadershipLost(_)) => 1,
+        Ok(Exit::UpstreamRunning(_)) => i32::from(upstream::EXIT_UPSTREAM_RUNNING),
         Err(error) => {
+            let error = anyhow::Error::from(error);
             // Each message already carries its cause once (`{error:#}` would repeat it).
             tracing::error!("{error}");
             1

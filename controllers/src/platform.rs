@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use conversion::aws::capa::{AwsMachine, AwsMachineTemplate};
+use conversion::aws::cluster::AwsCluster;
 use conversion::{AwsInfrastructure, ConversionErrors, capi_to_mapi, mapi_to_capi};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::DynamicObject;
@@ -11,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sync_core::api::{capi, mapi};
 
+use crate::sync::cluster::InfraCluster;
 use crate::sync::{CapiMachine, CapiMachineSet, Cluster, ConversionError, Converted, Platform};
 
 /// The conversion for the cluster's platform. `Err`: the platform has none (or its
@@ -18,14 +20,49 @@ use crate::sync::{CapiMachine, CapiMachineSet, Cluster, ConversionError, Convert
 pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, String> {
     match cluster.platform.as_str() {
         conversion::infrastructure::AWS_PLATFORM => {
-            AwsInfrastructure::from_infrastructure(&cluster.infrastructure)
-                .map(|infra| Arc::new(Aws { infra }) as Arc<dyn Platform>)
-                .map_err(|errors| errors.to_string())
+            let mut infra = AwsInfrastructure::from_infrastructure(&cluster.infrastructure)
+                .map_err(|errors| errors.to_string())?;
+            with_aws_cluster(&mut infra, &cluster.infra_cluster);
+            Ok(Arc::new(Aws { infra }) as Arc<dyn Platform>)
         }
         other => Err(format!(
             "platform {other:?} has no Machine API ⇄ Cluster API conversion"
         )),
     }
+}
+
+/// The AWS facts with what was read of the cluster's AWSCluster (not read: the
+/// installer's is assumed).
+pub fn with_aws_cluster(infra: &mut AwsInfrastructure, read: &InfraCluster) {
+    match read {
+        InfraCluster::NotRead => {}
+        InfraCluster::Missing(_) => infra.aws_cluster = None,
+        InfraCluster::Found(object) => infra.aws_cluster = Some(AwsCluster::from_object(object)),
+    }
+}
+
+/// A platform's infrastructure cluster kind (the object a conversion reads cluster-wide
+/// facts from), in Cluster API's infrastructure group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InfraClusterKind {
+    /// `infrastructure.cluster.x-k8s.io`.
+    pub group: &'static str,
+    /// `AWSCluster`.
+    pub kind: &'static str,
+    /// `awsclusters`.
+    pub plural: &'static str,
+    /// The served version.
+    pub version: &'static str,
+}
+
+/// The infrastructure cluster kind the conversion of `platform` reads (`None`: none).
+pub fn infra_cluster_kind(platform: &str) -> Option<InfraClusterKind> {
+    (platform == conversion::infrastructure::AWS_PLATFORM).then_some(InfraClusterKind {
+        group: conversion::aws::capa::GROUP,
+        kind: "AWSCluster",
+        plural: "awsclusters",
+        version: "v1beta2",
+    })
 }
 
 /// AWS, through `conversion`.

@@ -158,13 +158,9 @@ async fn check_reports_every_blocking_field_and_fails() {
         "{}",
         run.stdout
     );
+    // Its load balancers are the installer's AWSCluster's (assumed offline): no warning.
     assert!(
-        lines[1].starts_with("  warning: spec.providerSpec.value.loadBalancers:"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        lines[2].starts_with("<stdin> document 1 (Machine openshift-machine-api/demo-x7k2p-worker-us-east-2a-8xk2p): NOT convertible"),
+        lines[1].starts_with("<stdin> document 1 (Machine openshift-machine-api/demo-x7k2p-worker-us-east-2a-8xk2p): NOT convertible"),
         "{}",
         run.stdout
     );
@@ -364,6 +360,26 @@ async fn from_cluster_reads_kubectl_made_objects_both_ways() {
         &["apply", "-f", path_str(&fixture("installer-master-machine.yaml"))],
         None,
     );
+
+    // The cluster's AWSCluster is read: without one, the control plane Machine's load
+    // balancers have nowhere to live.
+    let check = convert(&["--from-cluster", "--kubeconfig", path_str(kc), "--check"], None).await;
+    assert_eq!(check.code, Some(1), "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check.stdout.contains(
+            "error: spec.providerSpec.value.loadBalancers: Required value: the cluster has no AWSCluster openshift-cluster-api/demo-x7k2p"
+        ),
+        "{}",
+        check.stdout
+    );
+    let aws_cluster = serde_json::json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSCluster",
+        "metadata": {"name": "demo-x7k2p", "namespace": "openshift-cluster-api"},
+        "spec": {"region": "us-east-2",
+                 "controlPlaneLoadBalancer": {"name": "demo-x7k2p-int", "loadBalancerType": "nlb"},
+                 "secondaryControlPlaneLoadBalancer": {"name": "demo-x7k2p-ext", "loadBalancerType": "nlb"}}
+    });
+    kubectl(kc, &["apply", "-f", "-"], Some(&aws_cluster.to_string()));
 
     let check = convert(&["--from-cluster", "--kubeconfig", path_str(kc), "--check"], None).await;
     assert_eq!(check.code, Some(0), "{}\n{}", check.stdout, check.stderr);

@@ -256,7 +256,15 @@ fn rbac_is_least_privilege() {
                     assert_eq!(verbs, ["patch"], "{rule}");
                 }
             }
-            if groups.iter().any(|g| g == "coordination.k8s.io") {
+            if groups.iter().any(|g| g == "coordination.k8s.io") && role_namespace == common::CAPI_NS {
+                // Only reading upstream's Lease, to refuse to run beside it.
+                assert_eq!(
+                    strings(&rule["resourceNames"]),
+                    ["machine-api-migration-leader"],
+                    "{rule}"
+                );
+                assert_eq!(strings(&rule["verbs"]), ["get"], "{rule}");
+            } else if groups.iter().any(|g| g == "coordination.k8s.io") {
                 assert_eq!(role["metadata"]["namespace"], namespace, "the Lease role");
                 let verbs = strings(&rule["verbs"]);
                 if verbs != ["create"] {
@@ -489,4 +497,79 @@ async fn kubectl_apply_k_deploy() {
         Ok("true"),
         "the platform Prometheus reads the namespace"
     );
+}
+
+/// deploy/openshift/ runs the operator in upstream's place: as upstream's ServiceAccount
+/// `openshift-cluster-api:capi-controllers` (the identity upstream's admission policies
+/// exempt), everything of the operator's namespace moved there, the namespace and the
+/// ServiceAccount left to OpenShift, and a default deny that selects the operator's pods
+/// only (the namespace's other pods are Cluster API's providers).
+#[test]
+fn the_openshift_overlay_runs_in_upstream_s_place() {
+    let base = kustomize("");
+    let docs = kustomize("openshift");
+    assert!(
+        of_kind(&docs, "Namespace").is_empty(),
+        "the namespace is OpenShift's"
+    );
+    assert!(
+        of_kind(&docs, "ServiceAccount").is_empty(),
+        "the ServiceAccount is upstream's"
+    );
+    assert_eq!(
+        docs.len(),
+        base.len() - 2,
+        "every other object of deploy/ is kept"
+    );
+    for doc in &docs {
+        assert_ne!(doc["metadata"]["namespace"], "openshift-machine-sync", "{doc}");
+    }
+    let deployment = of_kind(&docs, "Deployment")[0];
+    assert_eq!(deployment["metadata"]["namespace"], common::CAPI_NS);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        "capi-controllers"
+    );
+    let upstream_identity = serde_json::json!({
+        "kind": "ServiceAccount", "name": "capi-controllers", "namespace": common::CAPI_NS
+    });
+    for binding in of_kind(&docs, "RoleBinding")
+        .into_iter()
+        .chain(of_kind(&docs, "ClusterRoleBinding"))
+    {
+        if binding["metadata"]["name"] == "machine-sync-prometheus" {
+            continue;
+        }
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([upstream_identity]),
+            "{binding}"
+        );
+    }
+    // The Lease and checkpoints move with the pod's namespace (POD_NAMESPACE).
+    let lease_roles: Vec<_> = of_kind(&docs, "Role")
+        .into_iter()
+        .filter(|r| r["metadata"]["name"] == "machine-sync-controllers-leader-election")
+        .collect();
+    assert_eq!(lease_roles.len(), 1);
+    assert_eq!(lease_roles[0]["metadata"]["namespace"], common::CAPI_NS);
+    let deny = of_kind(&docs, "NetworkPolicy")
+        .into_iter()
+        .find(|p| p["metadata"]["name"] == "default-deny");
+    assert_eq!(
+        deny.map(|p| p["spec"]["podSelector"].clone()),
+        Some(serde_json::json!({"matchLabels": {"app.kubernetes.io/name": "machine-sync-controllers"}}))
+    );
+    // The policies exempt that identity.
+    let policies = of_kind(&docs, "ValidatingAdmissionPolicy");
+    assert!(!policies.is_empty());
+    for policy in policies {
+        let exempt = policy["spec"]["matchConditions"][0]["expression"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            exempt.contains("'system:serviceaccount:openshift-cluster-api:capi-controllers'"),
+            "{exempt}"
+        );
+    }
 }

@@ -36,6 +36,7 @@ fn settings() -> Settings {
         checkpoint_namespace: None,
         gate: GateSource::Cluster,
         release_version: None,
+        upstream_lease: None,
     }
 }
 
@@ -119,7 +120,10 @@ async fn the_controllers_run_only_while_the_gate_is_enabled_and_follow_it_withou
         mirrored(&env, "aws-workers-1").await.then_some(())
     })
     .await;
-    assert!(!scrape(address).await.contains("sync_gated_requests{"), "no counts while running");
+    assert!(
+        !scrape(address).await.contains("sync_gated_requests{"),
+        "no counts while running"
+    );
 
     // Off again: they stop; a Machine created now is left alone until the gate returns.
     set_gate(&env, false).await;
@@ -193,6 +197,27 @@ async fn without_the_feature_gate_api_nothing_runs_unless_the_flag_says_enabled(
         Err(error) => panic!("starting the operator: {error}"),
     };
     wait_gate(&operator, true).await;
+    operator.shutdown();
+    assert!(matches!(operator.wait().await, Ok(Exit::Shutdown)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabled_by_the_flag_the_operator_stays_up_and_runs_nothing() {
+    let env = common::env_with_samples().await;
+    let mut disabled = settings();
+    disabled.gate = GateSource::Disabled;
+    let operator = match Operator::start(env.client(), disabled, CancellationToken::new()).await {
+        Ok(operator) => operator,
+        Err(error) => panic!("starting the operator: {error}"),
+    };
+    let body = wait_gate(&operator, false).await;
+    assert!(body.contains("--machine-api-migration-gate=disabled"), "{body}");
+    // Still serving, ready, and leading (a fixed source never changes; it does not end the run).
+    assert_eq!(
+        operator.health().phase(),
+        controllers::operator::health::Phase::Leading
+    );
+    assert!(!mirrored(&env, "aws-workers-1").await);
     operator.shutdown();
     assert!(matches!(operator.wait().await, Ok(Exit::Shutdown)));
 }

@@ -32,6 +32,7 @@ fn settings() -> Settings {
         checkpoint_namespace: None,
         gate: controllers::operator::gate::GateSource::Enabled,
         release_version: None,
+        upstream_lease: None,
     }
 }
 

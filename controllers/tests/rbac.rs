@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, metric, scrape};
 use controllers::operator::cli::DEFAULT_LEASE_NAME;
-use controllers::operator::leader::{LeaseSettings, identity};
+use controllers::operator::leader::LeaseSettings;
 use controllers::operator::samples::{deploy_dir, load_samples};
+use controllers::operator::upstream;
 use controllers::operator::{Exit, Operator, Settings};
 use envtest::{TestEnv, service_account_user};
 use k8s_openapi::api::events::v1::Event;
@@ -29,9 +30,37 @@ const SA: &str = "machine-sync-controllers";
 /// Cluster API's infrastructure group (AWSMachines, their templates).
 const INFRA_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
-/// The RBAC objects of `kubectl kustomize deploy/`.
+/// Who the operator runs as, and where its Lease and checkpoints are.
+#[derive(Clone, Copy)]
+struct Identity {
+    namespace: &'static str,
+    name: &'static str,
+    /// The kustomization that deploys it (under deploy/).
+    kustomization: &'static str,
+}
+
+/// deploy/: the operator's own ServiceAccount and namespace.
+const OPERATOR: Identity = Identity {
+    namespace: SA_NS,
+    name: SA,
+    kustomization: "",
+};
+
+/// deploy/openshift/: in upstream's place, as upstream's ServiceAccount.
+const IN_UPSTREAM_PLACE: Identity = Identity {
+    namespace: CAPI_NS,
+    name: "capi-controllers",
+    kustomization: "openshift",
+};
+
+/// The RBAC objects of `kubectl kustomize deploy/` granted to the operator.
 fn rbac() -> Vec<Value> {
-    let path = deploy_dir().display().to_string();
+    rbac_of(OPERATOR)
+}
+
+/// The RBAC objects of `identity`'s kustomization granted to it.
+fn rbac_of(identity: Identity) -> Vec<Value> {
+    let path = deploy_dir().join(identity.kustomization).display().to_string();
     let output = std::process::Command::new("kubectl")
         .args(["kustomize", &path])
         .output();
@@ -43,11 +72,44 @@ fn rbac() -> Vec<Value> {
         Ok(docs) => docs,
         Err(error) => panic!("{error}"),
     };
-    docs.into_iter()
+    let rbac: Vec<Value> = docs
+        .into_iter()
         .filter(|d| {
             d["apiVersion"]
                 .as_str()
                 .is_some_and(|v| v.starts_with("rbac.authorization.k8s.io/"))
+        })
+        .collect();
+    // The operator's own: its bindings and the roles they grant (deploy/ also grants
+    // Prometheus what it needs to scrape the operator, which is not the operator's).
+    let ours = |binding: &Value| {
+        binding["subjects"].as_array().is_some_and(|subjects| {
+            subjects.iter().any(|s| {
+                s["kind"] == "ServiceAccount"
+                    && s["name"] == identity.name
+                    && s["namespace"] == identity.namespace
+            })
+        })
+    };
+    let granted: Vec<(Value, Value, Value)> = rbac
+        .iter()
+        .filter(|d| d["kind"].as_str().is_some_and(|k| k.ends_with("Binding")) && ours(d))
+        .map(|b| {
+            (
+                b["roleRef"]["kind"].clone(),
+                b["roleRef"]["name"].clone(),
+                b["metadata"]["namespace"].clone(),
+            )
+        })
+        .collect();
+    rbac.into_iter()
+        .filter(|d| match d["kind"].as_str() {
+            Some("Role" | "ClusterRole") => granted.iter().any(|(kind, name, namespace)| {
+                *kind == d["kind"]
+                    && *name == d["metadata"]["name"]
+                    && (kind == "ClusterRole" || *namespace == d["metadata"]["namespace"])
+            }),
+            _ => ours(d),
         })
         .collect()
 }
@@ -164,15 +226,18 @@ async fn apply(client: &Client, object: &Value) {
 }
 
 /// An envtest with the CRDs, the namespaces, the operator's ServiceAccount and the samples.
-async fn env_with_samples() -> TestEnv {
+async fn env_with_samples(identity: Identity) -> TestEnv {
     let deploy = deploy_dir();
-    let env = TestEnv::builder()
+    let mut builder = TestEnv::builder()
         .crd_dir(deploy.join("crds"))
         .crd_dir(deploy.join("examples/crds"))
         .namespace(MAPI_NS)
-        .namespace(CAPI_NS)
-        .namespace(SA_NS)
-        .service_account(SA_NS, SA)
+        .namespace(CAPI_NS);
+    if ![MAPI_NS, CAPI_NS].contains(&identity.namespace) {
+        builder = builder.namespace(identity.namespace);
+    }
+    let env = builder
+        .service_account(identity.namespace, identity.name)
         .start()
         .await;
     let env = match env {
@@ -186,7 +251,7 @@ async fn env_with_samples() -> TestEnv {
 }
 
 /// The operator's settings in these scenarios.
-fn settings(leader_election: Option<LeaseSettings>) -> Settings {
+fn settings(identity: Identity, leader_election: Option<LeaseSettings>) -> Settings {
     Settings {
         namespaces: Namespaces {
             mapi: MAPI_NS.into(),
@@ -200,9 +265,11 @@ fn settings(leader_election: Option<LeaseSettings>) -> Settings {
         // Room for the Lease release on a loaded machine (the budget itself: tests/shutdown.rs).
         shutdown_grace: Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
-        checkpoint_namespace: Some(SA_NS.into()),
+        checkpoint_namespace: Some(identity.namespace.into()),
         gate: controllers::operator::gate::GateSource::Cluster,
         release_version: None,
+        // What the binary checks before starting: upstream's Lease (get, by name).
+        upstream_lease: Some(upstream::UPSTREAM_LEASE.into()),
     }
 }
 
@@ -222,8 +289,8 @@ struct Run {
 /// patched in the MAPI namespace (unknown authoritativeAPI, reconciled twice), the same
 /// in the CAPI namespace (an unresolvable infrastructure kind, referenced twice), the
 /// Lease created, renewed and released. Stops early at the first denial when `until_denied`.
-async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
-    let env = env_with_samples().await;
+async fn scenario(identity: Identity, rbac: &[Value], until_denied: bool) -> Run {
+    let env = env_with_samples(identity).await;
     let admin = env.client();
     let extra = [
         json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
@@ -282,18 +349,24 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
         apply(&admin, object).await;
     }
 
-    let client = match env.client_as(&service_account_user(SA_NS, SA)).await {
+    let client = match env
+        .client_as(&service_account_user(identity.namespace, identity.name))
+        .await
+    {
         Ok(client) => client,
         Err(error) => panic!("{error}"),
     };
-    let settings = settings(Some(LeaseSettings {
-        namespace: SA_NS.into(),
-        name: DEFAULT_LEASE_NAME.into(),
-        identity: identity("rbac-test"),
-        lease_duration: Duration::from_secs(4),
-        renew_deadline: Duration::from_secs(3),
-        retry_period: Duration::from_millis(300),
-    }));
+    let settings = settings(
+        identity,
+        Some(LeaseSettings {
+            namespace: identity.namespace.into(),
+            name: DEFAULT_LEASE_NAME.into(),
+            identity: controllers::operator::leader::identity("rbac-test"),
+            lease_duration: Duration::from_secs(4),
+            renew_deadline: Duration::from_secs(3),
+            retry_period: Duration::from_millis(300),
+        }),
+    );
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
         Err(error) => panic!("starting the operator: {error}"),
@@ -399,7 +472,8 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
     operator.shutdown();
     let exit = operator.wait().await;
     assert!(matches!(exit, Ok(Exit::Shutdown)), "{exit:?}");
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin.clone(), SA_NS);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(admin.clone(), identity.namespace);
     let holder = leases
         .get_opt(DEFAULT_LEASE_NAME)
         .await
@@ -421,9 +495,19 @@ async fn scenario(rbac: &[Value], until_denied: bool) -> Run {
     }
 }
 
+/// deploy/openshift/ grants the same to upstream's ServiceAccount in openshift-cluster-api,
+/// where the operator keeps its Lease and checkpoints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_upstream_s_place_the_operator_meets_no_forbidden_as_capi_controllers() {
+    let run = scenario(IN_UPSTREAM_PLACE, &rbac_of(IN_UPSTREAM_PLACE), false).await;
+    assert!(run.denials.is_empty(), "Forbidden: {:#?}", run.denials);
+    assert!(run.completed, "the scenario did not complete");
+    assert_eq!(run.holder, None, "the lease was not released");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_meets_no_forbidden_as_its_service_account() {
-    let run = scenario(&rbac(), false).await;
+    let run = scenario(OPERATOR, &rbac(), false).await;
     assert!(run.denials.is_empty(), "Forbidden: {:#?}", run.denials);
     assert!(run.completed, "the scenario did not complete");
     assert_eq!(run.holder, None, "the lease was not released");
@@ -446,7 +530,7 @@ async fn every_verb_of_every_rule_is_needed() {
         if proven_elsewhere(&docs, grant) {
             continue;
         }
-        let run = scenario(&without(&docs, grant), true).await;
+        let run = scenario(OPERATOR, &without(&docs, grant), true).await;
         let verb = &grant.2;
         let refused = run
             .denials
@@ -495,7 +579,7 @@ async fn an_unsupported_platform_is_reported_and_left_alone() {
 /// Runs the operator as its ServiceAccount under `rbac` on a GCP cluster with the samples
 /// until the Event and the metric say the platform is unsupported (or a denial).
 async fn unsupported_platform(rbac: &[Value]) -> Run {
-    let env = env_with_samples().await;
+    let env = env_with_samples(OPERATOR).await;
     let admin = env.client();
     let infrastructures: Api<sync_core::api::Infrastructure> = Api::all(admin.clone());
     let gcp =
@@ -513,7 +597,7 @@ async fn unsupported_platform(rbac: &[Value]) -> Run {
         Ok(client) => client,
         Err(error) => panic!("{error}"),
     };
-    let settings = settings(None);
+    let settings = settings(OPERATOR, None);
     let operator = match Operator::start(client, settings, CancellationToken::new()).await {
         Ok(operator) => operator,
         Err(error) => panic!("starting the operator: {error}"),

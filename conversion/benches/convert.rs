@@ -135,6 +135,10 @@ fn main() {
         infrastructure_name: "demo-x7k2p".into(),
         region: "us-east-2".into(),
         ip_family: IpFamily::IPv4,
+        aws_cluster: Some(conversion::aws::cluster::AwsCluster::installer_default(
+            "openshift-cluster-api",
+            "demo-x7k2p",
+        )),
     };
     let machines: Vec<mapi::Machine> = (0..count).map(machine).collect();
     let sets: Vec<mapi::MachineSet> = (0..count / 100).map(machine_set).collect();

@@ -3,7 +3,11 @@
 
 use sync_core::api::Infrastructure;
 
+use crate::aws::cluster::AwsCluster;
 use crate::errors::{ConversionErrors, FieldError, FieldPath, Report};
+
+/// Where the installer's `AWSCluster` is (named after the infrastructure name).
+pub const DEFAULT_CAPI_NAMESPACE: &str = "openshift-cluster-api";
 
 /// `platformStatus.type` of an AWS cluster.
 pub const AWS_PLATFORM: &str = "AWS";
@@ -30,6 +34,10 @@ pub struct AwsInfrastructure {
     pub region: String,
     /// `status.platformStatus.aws.ipFamily`.
     pub ip_family: IpFamily,
+    /// The cluster's `AWSCluster` (`None`: the cluster has none, and nothing that needs it
+    /// converts). [`Self::from_infrastructure`] assumes the installer's; the operator
+    /// replaces it with what it reads.
+    pub aws_cluster: Option<AwsCluster>,
 }
 
 impl AwsInfrastructure {
@@ -83,6 +91,10 @@ impl AwsInfrastructure {
         }
         report
             .finish(Self {
+                aws_cluster: Some(AwsCluster::installer_default(
+                    DEFAULT_CAPI_NAMESPACE,
+                    &infrastructure_name,
+                )),
                 infrastructure_name,
                 region,
                 ip_family,
@@ -124,6 +136,10 @@ mod tests {
                 infrastructure_name: "demo-x7k2p".into(),
                 region: "us-east-2".into(),
                 ip_family: IpFamily::IPv4,
+                aws_cluster: Some(AwsCluster::installer_default(
+                    "openshift-cluster-api",
+                    "demo-x7k2p"
+                )),
             })
         );
         let dual = AwsInfrastructure::from_infrastructure(&infrastructure(

@@ -713,11 +713,6 @@ fn unsupported_capi_fields_are_errors_with_their_paths() {
             vec!["spec.minReadySeconds".into()],
         ),
         (
-            json!({"metadata": {"labels": {"cluster.x-k8s.io/control-plane": ""}}}),
-            json!({}),
-            vec!["metadata.labels[cluster.x-k8s.io/control-plane]".into()],
-        ),
-        (
             json!({"spec": {"infrastructureRef": {"kind": "DevMachine"}}}),
             json!({}),
             vec!["spec.infrastructureRef".into()],

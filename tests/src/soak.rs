@@ -153,6 +153,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         checkpoint_namespace: Some(crate::OPERATOR_NAMESPACE.into()),
         gate: controllers::operator::gate::GateSource::Enabled,
         release_version: None,
+        upstream_lease: None,
     }
 }
 

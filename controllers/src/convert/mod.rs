@@ -163,8 +163,16 @@ async fn run_inner(
     }
 
     let (origin, infrastructure) = infrastructure(args, &inputs, client.as_ref()).await?;
-    let infra = AwsInfrastructure::from_infrastructure(&infrastructure)
+    let mut infra = AwsInfrastructure::from_infrastructure(&infrastructure)
         .map_err(|e| format!("{origin}: not an Infrastructure the conversion can use: {e}"))?;
+    // From a cluster, its AWSCluster; offline, the installer's is assumed.
+    if let Some(connection) = &client {
+        let mut facts = crate::sync::Cluster::from_infrastructure(infrastructure.clone());
+        facts
+            .read_infra_cluster(&connection.client, conversion::names::CAPI_NAMESPACE)
+            .await;
+        crate::platform::with_aws_cluster(&mut infra, &facts.infra_cluster);
+    }
 
     let outcome = match direction {
         Direction::MapiToCapi => plan::to_capi(&inputs, &infra),

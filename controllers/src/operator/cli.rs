@@ -207,6 +207,17 @@ pub struct Cli {
     #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
     pub release_version: Option<String>,
 
+    /// Refuse to start while this Lease (`NAMESPACE/NAME`) is held: upstream's migration
+    /// controllers (openshift/cluster-capi-operator's machine-api-migration) hold it while
+    /// they run the same sync. `''` to skip the check. Not checked with --embedded.
+    #[arg(
+        long,
+        env = "SYNC_UPSTREAM_LEASE",
+        value_name = "NAMESPACE/NAME",
+        default_value = super::upstream::UPSTREAM_LEASE
+    )]
+    pub upstream_lease: String,
+
     /// Names each controller reconciles at once.
     #[arg(
         long,

@@ -17,6 +17,7 @@ pub mod requests;
 pub mod run;
 pub mod samples;
 pub mod shutdown;
+pub mod upstream;
 
 pub use cli::Cli;
 pub use run::{Exit, Operator, OperatorError, Settings};

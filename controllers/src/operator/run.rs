@@ -71,6 +71,9 @@ pub enum OperatorError {
     /// `--embedded` was asked of a build without the `embedded` feature.
     #[error("--embedded needs a build with the `embedded` feature (on by default)")]
     EmbeddedUnavailable,
+    /// `--upstream-lease` is malformed.
+    #[error(transparent)]
+    Upstream(#[from] super::upstream::UpstreamError),
     /// A task of the operator panicked.
     #[error("the operator task failed: {0}")]
     Task(String),
@@ -90,6 +93,9 @@ pub enum Exit {
     Shutdown,
     /// The Lease was lost (or taken): controllers stopped. Exit code 1.
     LeadershipLost(String),
+    /// Upstream's migration controllers run (their Lease is held): nothing was started.
+    /// Exit code 3.
+    UpstreamRunning(String),
 }
 
 /// What the operator runs with.
@@ -120,6 +126,9 @@ pub struct Settings {
     pub gate: GateSource,
     /// The operator's release version, whose gates count (`None`: the cluster's version).
     pub release_version: Option<String>,
+    /// Upstream's migration controllers' Lease (`namespace/name`): while it is held the
+    /// operator does not start (`None`: not checked); see [`super::upstream`].
+    pub upstream_lease: Option<String>,
 }
 
 impl Settings {
@@ -147,6 +156,8 @@ impl Settings {
             checkpoint_namespace: cli.restart_checkpoint.then(|| leader_election_namespace(cli)),
             gate: cli.machine_api_migration_gate,
             release_version: cli.release_version.clone().filter(|v| !v.is_empty()),
+            upstream_lease: (!cli.embedded && !cli.upstream_lease.is_empty())
+                .then(|| cli.upstream_lease.clone()),
         }
     }
 }
@@ -399,6 +410,11 @@ impl Operator {
         if let Some(lease) = &settings.leader_election {
             lease.validate()?;
         }
+        let upstream = settings
+            .upstream_lease
+            .as_deref()
+            .map(super::upstream::UpstreamLease::parse)
+            .transpose()?;
         let config = SyncConfig {
             namespaces: settings.namespaces.clone(),
             concurrency: settings.concurrency,
@@ -421,6 +437,7 @@ impl Operator {
             instance: settings.replica.clone(),
             gate: settings.gate,
             release_version: settings.release_version.clone(),
+            upstream,
         };
 
         let http_stop = CancellationToken::new();
@@ -540,6 +557,7 @@ impl Operator {
         match &exit {
             Exit::Shutdown => tracing::info!("stopped"),
             Exit::LeadershipLost(reason) => tracing::error!(%reason, "stopped: leadership lost"),
+            Exit::UpstreamRunning(reason) => tracing::error!("{reason}"),
         }
         Ok(exit)
     }
@@ -558,6 +576,8 @@ struct Wiring {
     instance: String,
     gate: GateSource,
     release_version: Option<String>,
+    /// Checked before anything starts.
+    upstream: Option<super::upstream::UpstreamLease>,
 }
 
 impl Wiring {
@@ -585,8 +605,14 @@ impl Wiring {
                     counting.clone(),
                 );
                 let requests = tokio::spawn(requests);
+                // A fixed source never changes (its sender is gone): wait for the stop.
+                let changed = async {
+                    if gate.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
                 let changed = tokio::select! {
-                    changed = gate.changed() => changed.is_ok(),
+                    () = changed => true,
                     () = stop.cancelled() => false,
                 };
                 counting.cancel();
@@ -745,7 +771,7 @@ impl Controllers {
     /// The hooks for the cluster's platform, from the `Infrastructure` object; `None` (the
     /// objects are left alone) when it cannot be read or its platform has no conversion.
     async fn platform_hooks(&self) -> Option<(MachineHooks, MachineSetHooks, Arc<Cluster>)> {
-        let cluster = match Cluster::read(&self.client).await {
+        let mut cluster = match Cluster::read(&self.client).await {
             Ok(cluster) => cluster,
             Err(error) => {
                 tracing::warn!(%error, "cannot tell the cluster's platform; leaving Machines and MachineSets alone");
@@ -753,6 +779,9 @@ impl Controllers {
                 return None;
             }
         };
+        cluster
+            .read_infra_cluster(&self.client, &self.machines.namespaces().capi)
+            .await;
         let platform = match crate::platform::for_cluster(&cluster) {
             Ok(platform) => platform,
             Err(reason) => {
@@ -803,6 +832,18 @@ async fn drive(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> (Exit, Option<Deadlines>) {
+    if let Some(upstream) = controllers.upstream.clone() {
+        tokio::select! {
+            checked = upstream.wait_until_clear(&client) => if let Err(running) = checked {
+                health.set_phase(Phase::Stopping);
+                return (Exit::UpstreamRunning(running.to_string()), None);
+            },
+            () = shutdown.cancelled() => {
+                health.set_phase(Phase::Stopping);
+                return (Exit::Shutdown, None);
+            }
+        }
+    }
     let mut elector = lease.map(|settings| LeaderElector::new(client, settings));
     if let Some(elector) = elector.as_mut() {
         health.set_phase(Phase::Standby);
@@ -875,7 +916,7 @@ async fn drive(
     let deadlines = match (&exit, deadlines) {
         (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
         (Exit::Shutdown, some) => some,
-        (Exit::LeadershipLost(_), _) => None,
+        (Exit::LeadershipLost(_) | Exit::UpstreamRunning(_), _) => None,
     };
     health.set_phase(Phase::Stopping);
     metrics.set_leader(false);

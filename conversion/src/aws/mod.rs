@@ -2,6 +2,7 @@
 //! hand, they have no CRD) and Cluster API Provider AWS's kinds (generated).
 
 pub mod capa;
+pub mod cluster;
 pub mod provider;
 
 pub use provider::{AwsMachineProviderConfig, AwsMachineProviderStatus};

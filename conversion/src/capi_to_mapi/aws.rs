@@ -19,6 +19,8 @@ use crate::mapi_to_capi::DEFAULT_CREDENTIALS_SECRET;
 pub(crate) struct MachineFacts<'a> {
     pub(crate) failure_domain: Option<&'a str>,
     pub(crate) user_data_secret: Option<&'a str>,
+    /// A control plane machine's load balancers (the AWSCluster's).
+    pub(crate) load_balancers: Option<Vec<provider::LoadBalancerReference>>,
 }
 
 /// The providerSpec for `spec` (at `path`, the `AWSMachine`'s `spec` or the template's
@@ -136,7 +138,7 @@ pub(crate) fn to_provider_config(
             tenancy: tenancy.clone(),
             host: None,
         },
-        load_balancers: None,
+        load_balancers: machine.load_balancers.clone(),
         block_devices: None,
         spot_market_options: spec.spot_market_options.as_ref().map(|s| SpotMarketOptions {
             max_price: s.max_price.clone(),

@@ -11,8 +11,9 @@ use sync_core::api::mapi::{self, ProviderSpec};
 
 pub use self::status::{convert_machine_set_status, convert_machine_status};
 use crate::aws::capa::{self, AwsMachine, AwsMachineSpec, AwsMachineTemplate};
+use crate::aws::provider::LoadBalancerReference;
 use crate::errors::{ConversionResult, FieldError, FieldPath, Report};
-use crate::infrastructure::AwsInfrastructure;
+use crate::infrastructure::{AwsInfrastructure, DEFAULT_CAPI_NAMESPACE};
 use crate::meta;
 use crate::names::{
     CAPI_CONTROL_PLANE_LABEL, MAPI_INSTANCE_STATE_ANNOTATION, MAPI_INSTANCE_TYPE_LABEL,
@@ -59,11 +60,7 @@ pub fn convert_machine(
             "only AWSMachine infrastructure converts",
         ));
     }
-    reject_control_plane(
-        machine.metadata.labels.as_ref(),
-        &FieldPath::new("metadata.labels"),
-        &mut report,
-    );
+    let load_balancers = cluster_facts(machine.metadata.labels.as_ref(), infra, &mut report);
     if let Some(seconds) = machine.spec.min_ready_seconds {
         report.error(FieldError::unsupported(
             FieldPath::new("spec.minReadySeconds"),
@@ -75,6 +72,7 @@ pub fn convert_machine(
         &machine.spec,
         &aws_machine.spec,
         infra,
+        load_balancers,
         &FieldPath::new("spec"),
         &FieldPath::new(AWS_MACHINE_PATH),
         &mut report,
@@ -156,11 +154,7 @@ pub fn convert_machine_set(
         ));
     }
     let template_meta = set.spec.template.metadata.clone().unwrap_or_default();
-    reject_control_plane(
-        template_meta.labels.as_ref(),
-        &FieldPath::new("spec.template.metadata.labels"),
-        &mut report,
-    );
+    let load_balancers = cluster_facts(template_meta.labels.as_ref(), infra, &mut report);
     let aws_spec: AwsMachineSpec = crate::mapi_to_capi::retype(
         &template.spec.template.spec,
         &FieldPath::new(AWS_MACHINE_TEMPLATE_PATH),
@@ -170,6 +164,7 @@ pub fn convert_machine_set(
         &set.spec.template.spec,
         &aws_spec,
         infra,
+        load_balancers,
         &FieldPath::new("spec.template.spec"),
         &FieldPath::new(AWS_MACHINE_TEMPLATE_PATH),
         &mut report,
@@ -215,6 +210,7 @@ fn convert_spec(
     spec: &capi::MachineSpec,
     aws_spec: &AwsMachineSpec,
     infra: &AwsInfrastructure,
+    load_balancers: Option<Vec<LoadBalancerReference>>,
     path: &FieldPath,
     aws_path: &FieldPath,
     report: &mut Report,
@@ -286,6 +282,7 @@ fn convert_spec(
     let facts = aws::MachineFacts {
         failure_domain: spec.failure_domain.as_deref(),
         user_data_secret: spec.bootstrap.data_secret_name.as_deref(),
+        load_balancers,
     };
     let provider = aws::to_provider_config(aws_spec, &facts, infra, aws_path, report);
     let value = serde_json::to_value(&provider)
@@ -297,14 +294,38 @@ fn convert_spec(
     }
 }
 
-/// Control plane machines need their load balancers from the AWSCluster, which this
-/// conversion does not read.
-fn reject_control_plane(labels: Option<&meta::Map>, path: &FieldPath, report: &mut Report) {
-    if labels.is_some_and(|l| l.contains_key(CAPI_CONTROL_PLANE_LABEL)) {
-        report.error(FieldError::forbidden(
-            path.key(CAPI_CONTROL_PLANE_LABEL),
-            "control plane machines are not converted (their load balancers live in the AWSCluster)",
+/// What the Machine API side takes from the cluster's AWSCluster: its identity must be
+/// the one the default credentials Secret stands for, and a control plane machine (label
+/// `cluster.x-k8s.io/control-plane`) lists the control plane's load balancers, as upstream
+/// converts them. Without an AWSCluster nothing converts.
+fn cluster_facts(
+    labels: Option<&meta::Map>,
+    infra: &AwsInfrastructure,
+    report: &mut Report,
+) -> Option<Vec<LoadBalancerReference>> {
+    let Some(cluster) = &infra.aws_cluster else {
+        report.error(FieldError::required(
+            FieldPath::new(format!(
+                "AWSCluster {DEFAULT_CAPI_NAMESPACE}/{}",
+                infra.infrastructure_name
+            )),
+            "the cluster has no AWSCluster: its identity and load balancers are needed to convert to the \
+             Machine API (the Cluster API AWS provider needs it too); create it",
         ));
+        return None;
+    };
+    cluster.check_identity(report);
+    if !labels.is_some_and(|l| l.contains_key(CAPI_CONTROL_PLANE_LABEL)) {
+        return None;
+    }
+    match cluster.load_balancer_references() {
+        Ok(references) => Some(references).filter(|r| !r.is_empty()),
+        Err(errors) => {
+            for error in errors.errors {
+                report.error(error);
+            }
+            None
+        }
     }
 }
 

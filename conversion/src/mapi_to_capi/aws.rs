@@ -14,7 +14,7 @@ use crate::aws::capa::awsmachines::{
 };
 use crate::aws::provider::{
     AwsMachineProviderConfig, AwsResourceReference, BlockDeviceMappingSpec, Filter, HostPlacement,
-    TagSpecification,
+    LoadBalancerReference, TagSpecification,
 };
 use crate::errors::{FieldError, FieldPath, Report};
 use crate::infrastructure::{AwsInfrastructure, IpFamily};
@@ -159,10 +159,7 @@ pub(crate) fn to_aws_machine_spec(
     }
     if let Some(balancers) = provider.load_balancers.as_ref().filter(|b| !b.is_empty()) {
         if context.control_plane {
-            report.warn(
-                path.child("loadBalancers"),
-                "control plane load balancers are the AWSCluster's in Cluster API; they are not copied",
-            );
+            check_load_balancers(balancers, context.infra, &path.child("loadBalancers"), report);
         } else {
             report.error(FieldError::unsupported(
                 path.child("loadBalancers"),
@@ -172,6 +169,80 @@ pub(crate) fn to_aws_machine_spec(
         }
     }
     spec
+}
+
+/// A control plane machine's load balancers are the AWSCluster's in Cluster API (not
+/// copied to the AWSMachine): they must be exactly those, by name and type, as upstream
+/// checks them.
+fn check_load_balancers(
+    balancers: &[LoadBalancerReference],
+    infra: &AwsInfrastructure,
+    path: &FieldPath,
+    report: &mut Report,
+) {
+    let Some(cluster) = &infra.aws_cluster else {
+        report.error(FieldError::required(
+            path.clone(),
+            format!(
+                "the cluster has no AWSCluster {}/{} to hold the control plane load balancers; create it",
+                crate::infrastructure::DEFAULT_CAPI_NAMESPACE,
+                infra.infrastructure_name
+            ),
+        ));
+        return;
+    };
+    let expected = match cluster.load_balancer_references() {
+        Ok(expected) => expected,
+        Err(errors) => {
+            for error in errors.errors {
+                report.error(error);
+            }
+            return;
+        }
+    };
+    if expected.is_empty() {
+        report.error(FieldError::invalid(
+            path.clone(),
+            balancers.len(),
+            format!(
+                "no control plane load balancer is configured on AWSCluster {}",
+                cluster.key
+            ),
+        ));
+        return;
+    }
+    for (index, balancer) in balancers.iter().enumerate() {
+        match expected.iter().find(|e| e.name == balancer.name) {
+            None => report.error(FieldError::invalid(
+                path.index(index).child("name"),
+                &balancer.name,
+                format!(
+                    "unexpected load balancer: AWSCluster {} does not have it",
+                    cluster.key
+                ),
+            )),
+            Some(found) if !found.type_.eq_ignore_ascii_case(&balancer.type_) => {
+                report.error(FieldError::invalid(
+                    path.index(index).child("type"),
+                    &balancer.type_,
+                    format!("AWSCluster {} has it as {}", cluster.key, found.type_),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for missing in expected
+        .iter()
+        .filter(|e| !balancers.iter().any(|b| b.name == e.name))
+    {
+        report.error(FieldError::required(
+            path.clone(),
+            format!(
+                "must include load balancer named {:?} (AWSCluster {})",
+                missing.name, cluster.key
+            ),
+        ));
+    }
 }
 
 /// Go writes an empty `ObjectMeta` as `{creationTimestamp: null}`.

@@ -28,6 +28,10 @@ pub fn infra() -> AwsInfrastructure {
         infrastructure_name: "demo-x7k2p".into(),
         region: "us-east-2".into(),
         ip_family: IpFamily::IPv4,
+        aws_cluster: Some(conversion::aws::cluster::AwsCluster::installer_default(
+            "openshift-cluster-api",
+            "demo-x7k2p",
+        )),
     }
 }
 
