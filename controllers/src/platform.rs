@@ -23,7 +23,7 @@ pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, String> {
             let mut infra = AwsInfrastructure::from_infrastructure(&cluster.infrastructure)
                 .map_err(|errors| errors.to_string())?;
             with_aws_cluster(&mut infra, &cluster.infra_cluster);
-            Ok(Arc::new(Aws { infra }) as Arc<dyn Platform>)
+            Ok(Arc::new(Aws::new(infra)) as Arc<dyn Platform>)
         }
         other => Err(format!(
             "platform {other:?} has no Machine API ⇄ Cluster API conversion"

@@ -176,6 +176,34 @@ async fn install_infrastructure(cluster: &Cluster) -> TestResult {
         &Patch::Merge(&status),
     )
     .await?;
+    install_aws_cluster(cluster).await
+}
+
+/// The cluster's AWSCluster, as OpenShift creates it: the operator's conversion to the
+/// Machine API reads it.
+async fn install_aws_cluster(cluster: &Cluster) -> TestResult {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/examples/crds/infrastructure.cluster.x-k8s.io_awsclusters.yaml");
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&std::fs::read_to_string(file)?)?;
+    apply_crd(&cluster.client, &crd).await?;
+    let resource = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        crate::INFRA_GROUP,
+        crate::real::AWS_VERSION,
+        "AWSCluster",
+    ));
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &cluster.namespaces.capi, &resource);
+    let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": format!("{}/{}", crate::INFRA_GROUP, crate::real::AWS_VERSION),
+        "kind": "AWSCluster",
+        "metadata": {"name": crate::real::CLUSTER_NAME, "namespace": cluster.namespaces.capi},
+        "spec": {"region": crate::real::REGION}
+    }))?;
+    eventually_within(Duration::from_secs(10), "the AWSCluster CRD served", || {
+        let (api, object) = (api.clone(), object.clone());
+        async move { Ok(api.create(&PostParams::default(), &object).await.ok()) }
+    })
+    .await?;
     Ok(())
 }
 

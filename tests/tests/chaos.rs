@@ -164,6 +164,8 @@ fn start_operator(dir: &Path) -> TestResult<Process> {
         "--kubeconfig",
         &dir.join("admin.kubeconfig").display().to_string(),
         "--leader-elect=false",
+        // A plain cluster: no FeatureGate API.
+        "--machine-api-migration-gate=enabled",
         "--mapi-namespace",
         MAPI_NS,
         "--capi-namespace",

@@ -219,6 +219,8 @@ enum Seen {
     Deleted,
     /// The (re)list ended.
     Listed,
+    /// The watch expired (410 Gone); it relists.
+    Expired,
     /// The watch failed; it is retried with backoff.
     Failed(String),
 }
@@ -245,6 +247,8 @@ impl Singleton {
                 self.current = self.listing.take().flatten();
                 self.listed = true;
             }
+            // A watch that expired is relisted at once: nothing to report.
+            Seen::Expired => {}
             Seen::Failed(error) => {
                 tracing::warn!(kind, %error, "cannot watch an input of the {GATE} feature gate; retrying with backoff");
                 // A failed relist keeps what was known; a first list that fails (an API
@@ -270,6 +274,7 @@ async fn track(client: kube::Client, own_version: Option<String>, sender: watch:
                 }
                 Ok(watcher::Event::Delete(_)) => Seen::Deleted,
                 Ok(watcher::Event::InitDone) => Seen::Listed,
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => Seen::Expired,
                 Err(error) => Seen::Failed(error.to_string()),
             };
             (index, kind, seen)

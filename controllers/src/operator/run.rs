@@ -38,6 +38,7 @@ use crate::migration::{
     MigrationMetrics,
 };
 use crate::sync::Cluster;
+use crate::sync::cluster::InfraCluster;
 use crate::user_data::UserDataSync;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -636,7 +637,7 @@ impl Wiring {
                 std::future::pending::<()>().await;
             };
             tokio::select! {
-                () = &mut run => return,
+                ended = &mut run => if ended == Ended::Stopped || stop.is_cancelled() { return },
                 () = gate_closed => {
                     tracing::info!("stopping the sync and migration controllers: the feature gate turned off");
                     running.cancel();
@@ -702,8 +703,17 @@ struct Controllers {
     instance: String,
 }
 
+/// Why the controllers stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Asked to (shutdown, the gate turned off).
+    Stopped,
+    /// The cluster facts the conversions read changed: build them again.
+    FactsChanged,
+}
+
 impl Controllers {
-    async fn run(self, stop: CancellationToken) {
+    async fn run(self, stop: CancellationToken) -> Ended {
         let hooks = self.platform_hooks().await;
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
         let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
@@ -717,7 +727,7 @@ impl Controllers {
                 running.push((MachineSetMigration::NAME, self.set_migration.readiness()));
                 self.health.set_controllers(running);
                 let namespaces = self.machines.namespaces().clone();
-                let user_data = UserDataSync::new(self.client.clone(), namespaces, self.recorder());
+                let user_data = UserDataSync::new(self.client.clone(), namespaces.clone(), self.recorder());
                 let (mut machines, mut sets) = (self.machines, self.sets);
                 if let Some(namespace) = &self.checkpoint_namespace {
                     match cluster.checkpoint(namespace, machines.namespaces()).await {
@@ -730,19 +740,36 @@ impl Controllers {
                         }
                     }
                 }
-                tokio::join!(
-                    user_data.run(stop.clone()),
-                    machines.run(machine_hooks, stop.clone().cancelled_owned()),
-                    sets.run(set_hooks, stop.clone().cancelled_owned()),
-                    self.machine_migration.run_migration(
-                        MachineMigrationHooks::new(self.migration.clone()).with_metrics(metrics.clone()),
-                        stop.clone().cancelled_owned()
-                    ),
-                    self.set_migration.run_migration(
-                        MachineSetMigrationHooks::new(self.migration.clone()).with_metrics(metrics),
-                        stop.cancelled_owned()
-                    ),
-                );
+                // The conversions read the infrastructure cluster object once: when it
+                // changes, the controllers stop and are built again with the new facts.
+                let controllers = stop.child_token();
+                let all = async {
+                    tokio::join!(
+                        user_data.run(controllers.clone()),
+                        machines.run(machine_hooks, controllers.clone().cancelled_owned()),
+                        sets.run(set_hooks, controllers.clone().cancelled_owned()),
+                        self.machine_migration.run_migration(
+                            MachineMigrationHooks::new(self.migration.clone()).with_metrics(metrics.clone()),
+                            controllers.clone().cancelled_owned()
+                        ),
+                        self.set_migration.run_migration(
+                            MachineSetMigrationHooks::new(self.migration.clone()).with_metrics(metrics),
+                            controllers.clone().cancelled_owned()
+                        ),
+                    )
+                };
+                tokio::pin!(all);
+                tokio::select! {
+                    _ = &mut all => {}
+                    read = cluster.infra_cluster_changes(&self.client, &namespaces.capi) => {
+                        let present = matches!(read, InfraCluster::Found(_));
+                        tracing::info!(present, "the infrastructure cluster object changed; restarting the controllers");
+                        controllers.cancel();
+                        all.await;
+                        tracing::info!("controllers stopped");
+                        return Ended::FactsChanged;
+                    }
+                }
             }
             // Watched but left alone: the stub hooks write nothing, and nothing migrates
             // without a sync to keep the sides equal.
@@ -755,6 +782,7 @@ impl Controllers {
             }
         }
         tracing::info!("controllers stopped");
+        Ended::Stopped
     }
 
     /// The operator's Event recorder (as this replica).

@@ -1,7 +1,9 @@
 //! The cluster the controllers run in, from the `Infrastructure` object (`cluster`).
 
+use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::{WatchStreamExt, watcher};
 use sync_core::api::Infrastructure;
 use sync_core::{Checkpoint, Namespaces};
 
@@ -54,26 +56,73 @@ impl Cluster {
     /// Reads the platform's infrastructure cluster object (`AWSCluster` on AWS), named after
     /// the infrastructure name, in `capi_namespace`. Platforms without one are left as they are.
     pub async fn read_infra_cluster(&mut self, client: &Client, capi_namespace: &str) {
-        let Some(kind) = crate::platform::infra_cluster_kind(&self.platform) else {
+        let Some((api, kind)) = self.infra_cluster_api(client, capi_namespace) else {
             return;
         };
-        let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), capi_namespace, &resource);
         let key = format!("{capi_namespace}/{}", self.infrastructure_name);
         self.infra_cluster = match api.get_opt(&self.infrastructure_name).await {
-            Ok(Some(object)) => match serde_json::to_value(object) {
-                Ok(value) => InfraCluster::Found(value),
-                Err(error) => {
-                    InfraCluster::Missing(format!("{} {key} could not be read: {error}", kind.kind))
-                }
-            },
-            Ok(None) => InfraCluster::Missing(format!("there is no {} {key}", kind.kind)),
-            Err(error) => InfraCluster::Missing(format!("{} {key} could not be read: {error}", kind.kind)),
+            Ok(Some(object)) => found(object, kind, &key),
+            Ok(None) => InfraCluster::Missing(format!("there is no {kind} {key}")),
+            Err(error) => InfraCluster::Missing(format!("{kind} {key} could not be read: {error}")),
         };
         if let InfraCluster::Missing(why) = &self.infra_cluster {
-            tracing::warn!(%why, "conversions that need the infrastructure cluster object fail until the operator restarts with it");
+            tracing::warn!(%why, "conversions that need the infrastructure cluster object fail until it exists");
         }
+    }
+
+    /// Resolves with the infrastructure cluster object's new state once it differs from
+    /// what was read (created, changed, deleted); never for a platform without one. The
+    /// conversions read it, so the operator restarts its controllers then.
+    pub async fn infra_cluster_changes(&self, client: &Client, capi_namespace: &str) -> InfraCluster {
+        let Some((api, kind)) = self.infra_cluster_api(client, capi_namespace) else {
+            return std::future::pending().await;
+        };
+        let key = format!("{capi_namespace}/{}", self.infrastructure_name);
+        let config =
+            watcher::Config::default().fields(&format!("metadata.name={}", self.infrastructure_name));
+        let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+        let mut listed = None;
+        while let Some(event) = events.next().await {
+            let now = match event {
+                Ok(watcher::Event::Init) => {
+                    listed = Some(InfraCluster::Missing(format!("there is no {kind} {key}")));
+                    continue;
+                }
+                Ok(watcher::Event::InitApply(object)) => {
+                    listed = Some(found(object, kind, &key));
+                    continue;
+                }
+                Ok(watcher::Event::InitDone) => match listed.take() {
+                    Some(read) => read,
+                    None => continue,
+                },
+                Ok(watcher::Event::Apply(object)) => found(object, kind, &key),
+                Ok(watcher::Event::Delete(_)) => InfraCluster::Missing(format!("{kind} {key} was deleted")),
+                Err(error) => {
+                    tracing::debug!(%error, "watching the infrastructure cluster object; retrying");
+                    continue;
+                }
+            };
+            if !same(&now, &self.infra_cluster) {
+                return now;
+            }
+        }
+        std::future::pending().await
+    }
+
+    /// The API of the platform's infrastructure cluster kind in `capi_namespace`.
+    fn infra_cluster_api(
+        &self,
+        client: &Client,
+        capi_namespace: &str,
+    ) -> Option<(Api<DynamicObject>, &'static str)> {
+        let kind = crate::platform::infra_cluster_kind(&self.platform)?;
+        let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
+        Some((
+            Api::namespaced_with(client.clone(), capi_namespace, &resource),
+            kind.kind,
+        ))
     }
 
     /// The sync controllers' restart checkpoint in `namespace`: valid only for this build,
@@ -95,5 +144,24 @@ impl Cluster {
             namespace,
             &(build, &namespaces.mapi, &namespaces.capi, facts),
         ))
+    }
+}
+
+/// A read object as what is known of it.
+fn found(object: DynamicObject, kind: &str, key: &str) -> InfraCluster {
+    match serde_json::to_value(object) {
+        Ok(value) => InfraCluster::Found(value),
+        Err(error) => InfraCluster::Missing(format!("{kind} {key} could not be read: {error}")),
+    }
+}
+
+/// Whether two reads tell the conversion the same (a missing object's reason aside; for
+/// an object, its spec).
+fn same(a: &InfraCluster, b: &InfraCluster) -> bool {
+    match (a, b) {
+        (InfraCluster::Found(a), InfraCluster::Found(b)) => a["spec"] == b["spec"],
+        (InfraCluster::Missing(_), InfraCluster::Missing(_))
+        | (InfraCluster::NotRead, InfraCluster::NotRead) => true,
+        _ => false,
     }
 }
