@@ -111,11 +111,24 @@ fn owned(secret: &Secret) -> bool {
         .any(|entry| entry.manager.as_deref() == Some(MANAGER) && entry.operation.as_deref() == Some("Apply"))
 }
 
-/// The user-data Secret a MAPI providerSpec names (`userDataSecret.name`).
+/// The one field of a providerSpec this module reads.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UserDataReference {
+    user_data_secret: Option<SecretName>,
+}
+
+#[derive(serde::Deserialize)]
+struct SecretName {
+    name: String,
+}
+
+/// The user-data Secret a MAPI providerSpec names (`userDataSecret.name`), decoded from
+/// the raw text without building the whole providerSpec.
 fn referenced(provider_spec: Option<&mapi::ProviderSpec>) -> Option<String> {
     let value = provider_spec?.value.as_ref()?;
-    let value = serde_json::to_value(value).ok()?;
-    value["userDataSecret"]["name"].as_str().map(str::to_owned)
+    let reference: UserDataReference = value.parse().ok()?;
+    reference.user_data_secret.map(|secret| secret.name)
 }
 
 /// A change one of the four watches saw.
