@@ -714,13 +714,16 @@ enum Ended {
 
 impl Controllers {
     async fn run(self, stop: CancellationToken) -> Ended {
-        let hooks = self.platform_hooks().await;
-        tracing::info!(synced = hooks.is_some(), "starting the controllers");
-        let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
+        // The sync controllers run whatever the platform: /readyz reports their caches
+        // from the start, not only once the platform has been read.
         let mut running = vec![
             (MachineSync::NAME, self.machines.readiness()),
             (MachineSetSync::NAME, self.sets.readiness()),
         ];
+        self.health.set_controllers(running.clone());
+        let hooks = self.platform_hooks().await;
+        tracing::info!(synced = hooks.is_some(), "starting the controllers");
+        let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
         match hooks {
             Some((machine_hooks, set_hooks, cluster)) => {
                 running.push((MachineMigration::NAME, self.machine_migration.readiness()));
