@@ -120,6 +120,7 @@ mod tests {
                     ip_family: ip_family.map(Into::into),
                     resource_tags: None,
                 }),
+                ..PlatformStatus::default()
             }),
             ..InfrastructureStatus::default()
         });

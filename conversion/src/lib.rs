@@ -69,6 +69,9 @@ pub mod infrastructure;
 pub mod mapi_to_capi;
 mod meta;
 pub mod names;
+pub mod openstack;
+pub mod powervs;
+pub mod provider;
 
 pub use errors::{ConversionErrors, ConversionResult, Converted, ErrorKind, FieldError, FieldPath, Warning};
 pub use infrastructure::{AwsInfrastructure, IpFamily};

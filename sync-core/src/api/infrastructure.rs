@@ -100,6 +100,36 @@ pub struct PlatformStatus {
     /// AWS settings, when the platform is AWS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws: Option<AwsPlatformStatus>,
+    /// OpenStack settings, when the platform is OpenStack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openstack: Option<OpenStackPlatformStatus>,
+    /// PowerVS settings, when the platform is PowerVS.
+    #[serde(default, rename = "powervs", skip_serializing_if = "Option::is_none")]
+    pub power_vs: Option<PowerVsPlatformStatus>,
+}
+
+/// `status.platformStatus.openstack` (the fields a conversion reads).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackPlatformStatus {
+    /// The `clouds.yaml` entry the cluster's credentials are under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_name: Option<String>,
+}
+
+/// `status.platformStatus.powervs` (the fields a conversion reads).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PowerVsPlatformStatus {
+    /// The IBM Cloud region, e.g. `dal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The PowerVS zone, e.g. `dal10`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// The resource group the cluster's resources are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_group: Option<String>,
 }
 
 /// `status.platformStatus.aws`.

@@ -1,0 +1,1 @@
+//! OpenStack: Machine API `OpenstackProviderSpec` ⇄ Cluster API Provider OpenStack `OpenStackMachine`.

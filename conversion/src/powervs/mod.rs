@@ -1,0 +1,1 @@
+//! PowerVS: Machine API `PowerVSMachineProviderConfig` ⇄ Cluster API Provider IBM Cloud `IBMPowerVSMachine`.
