@@ -520,7 +520,7 @@ fn selector_to_capi(selector: &LabelSelector) -> LabelSelector {
 
 /// The same JSON shape as another generated type (`AWSMachine.spec` and
 /// `AWSMachineTemplate.spec.template.spec` are one schema, generated twice).
-/// `tests/capa_drift.rs` pins the two schemas to each other, so this cannot fail unless
+/// `tests/crd_drift.rs` pins the two schemas to each other, so this cannot fail unless
 /// they part ways; if they do, the field is reported rather than defaulted.
 pub(crate) fn retype<From: serde::Serialize, To: serde::de::DeserializeOwned + Default>(
     value: &From,

@@ -2,7 +2,7 @@
 # Regenerates the Cluster API Provider AWS types from the upstream CRDs the project keeps.
 # Needs kopium (`cargo install kopium --version 0.24.1 --locked`); run from anywhere:
 #   conversion/src/aws/capa/generate.sh
-# `cargo test -p conversion --test capa_drift` checks the output against the CRDs without
+# `cargo test -p conversion --test crd_drift` checks the output against the CRDs without
 # kopium installed.
 set -eu
 root=$(cd "$(dirname "$0")/../../../.." && pwd)

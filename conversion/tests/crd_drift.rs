@@ -1,7 +1,7 @@
-//! The kopium-generated AWS provider types against the upstream CRDs they were generated
-//! from, without kopium: every property path, its type, its enum values and whether it is
-//! required must be the same in the types' schema (schemars, through kube's CRD
-//! generation) and in the CRD. Regenerate with `conversion/src/aws/capa/generate.sh`.
+//! The kopium-generated provider types of every platform against the upstream CRDs they
+//! were generated from, without kopium: every property path, its type, its enum values and
+//! whether it is required must be the same in the types' schema (schemars, through kube's
+//! CRD generation) and in the CRD. Regenerate with the platform's `generate.sh`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,14 +84,16 @@ fn upstream(file: &str) -> CustomResourceDefinition {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn assert_same_tree(generated: &CustomResourceDefinition, file: &str) {
-    let ours = property_tree(&served_schema(generated, "v1beta2"));
-    let theirs = property_tree(&served_schema(&upstream(file), "v1beta2"));
+/// The generated CRD of a type and the upstream CRD `file` have the same properties at
+/// `version`.
+fn assert_same_tree(generated: &CustomResourceDefinition, file: &str, version: &str) {
+    let ours = property_tree(&served_schema(generated, version));
+    let theirs = property_tree(&served_schema(&upstream(file), version));
     let only_ours: Vec<_> = ours.iter().filter(|(k, v)| theirs.get(*k) != Some(v)).collect();
     let only_theirs: Vec<_> = theirs.iter().filter(|(k, v)| ours.get(*k) != Some(v)).collect();
     assert!(
         only_ours.is_empty() && only_theirs.is_empty(),
-        "the generated types drifted from {file}; run conversion/src/aws/capa/generate.sh\n\
+        "the generated types drifted from {file}; run the platform's generate.sh\n\
          generated only: {only_ours:#?}\nCRD only: {only_theirs:#?}"
     );
     assert!(
@@ -106,6 +108,7 @@ fn aws_machine_matches_its_crd() {
     assert_same_tree(
         &AwsMachine::crd(),
         "infrastructure.cluster.x-k8s.io_awsmachines.yaml",
+        "v1beta2",
     );
 }
 
@@ -114,14 +117,19 @@ fn aws_machine_template_matches_its_crd() {
     assert_same_tree(
         &AwsMachineTemplate::crd(),
         "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
+        "v1beta2",
     );
 }
 
-#[test]
-fn the_machine_spec_is_the_template_spec() {
-    // The conversion moves one into the other through JSON: they must be the same schema.
-    let machine = property_tree(&served_schema(&AwsMachine::crd(), "v1beta2"));
-    let template = property_tree(&served_schema(&AwsMachineTemplate::crd(), "v1beta2"));
+/// The conversion moves a machine spec into a template's `spec.template.spec` through
+/// JSON: the two must be the same schema.
+fn assert_machine_spec_is_template_spec(
+    machine: &CustomResourceDefinition,
+    template: &CustomResourceDefinition,
+    version: &str,
+) {
+    let machine = property_tree(&served_schema(machine, version));
+    let template = property_tree(&served_schema(template, version));
     let machine_spec: BTreeMap<_, _> = machine
         .iter()
         .filter_map(|(k, v)| k.strip_prefix("spec.").map(|k| (k.to_owned(), v.clone())))
@@ -134,4 +142,9 @@ fn the_machine_spec_is_the_template_spec() {
         })
         .collect();
     assert_eq!(machine_spec, template_spec);
+}
+
+#[test]
+fn aws_machine_spec_is_the_template_spec() {
+    assert_machine_spec_is_template_spec(&AwsMachine::crd(), &AwsMachineTemplate::crd(), "v1beta2");
 }
