@@ -21,7 +21,8 @@
 use std::time::{Duration, Instant};
 
 use conversion::aws::capa::AwsMachine;
-use conversion::{AwsInfrastructure, IpFamily, capi_to_mapi, mapi_to_capi};
+use conversion::aws::{to_capi, to_mapi};
+use conversion::{AwsInfrastructure, IpFamily};
 use serde_json::{Value, json};
 use sync_core::api::{capi, mapi};
 
@@ -144,13 +145,13 @@ fn main() {
     let sets: Vec<mapi::MachineSet> = (0..count / 100).map(machine_set).collect();
     let pairs: Vec<(capi::Machine, AwsMachine)> = machines
         .iter()
-        .filter_map(|m| mapi_to_capi::convert_machine(m, &infra).ok())
+        .filter_map(|m| to_capi::convert_machine(m, &infra).ok())
         .map(|c| (c.value.machine, c.value.aws_machine))
         .collect();
     assert_eq!(pairs.len(), count, "every benchmark Machine converts");
     let capi_sets: Vec<_> = sets
         .iter()
-        .filter_map(|s| mapi_to_capi::convert_machine_set(s, &infra).ok())
+        .filter_map(|s| to_capi::convert_machine_set(s, &infra).ok())
         .map(|c| (c.value.machine_set, c.value.template))
         .collect();
     println!(
@@ -163,27 +164,27 @@ fn main() {
     let (rounds_to_capi, failed) = time(rounds, || {
         machines
             .iter()
-            .filter(|m| mapi_to_capi::convert_machine(m, &infra).is_err())
+            .filter(|m| to_capi::convert_machine(m, &infra).is_err())
             .count()
     });
     assert_eq!(failed, 0);
     let (rounds_to_mapi, failed) = time(rounds, || {
         pairs
             .iter()
-            .filter(|(m, a)| capi_to_mapi::convert_machine(m, a, &infra).is_err())
+            .filter(|(m, a)| to_mapi::convert_machine(m, a, &infra).is_err())
             .count()
     });
     assert_eq!(failed, 0);
     let (sets_to_capi, failed) = time(rounds, || {
         sets.iter()
-            .filter(|s| mapi_to_capi::convert_machine_set(s, &infra).is_err())
+            .filter(|s| to_capi::convert_machine_set(s, &infra).is_err())
             .count()
     });
     assert_eq!(failed, 0);
     let (sets_to_mapi, failed) = time(rounds, || {
         capi_sets
             .iter()
-            .filter(|(s, t)| capi_to_mapi::convert_machine_set(s, t, &infra).is_err())
+            .filter(|(s, t)| to_mapi::convert_machine_set(s, t, &infra).is_err())
             .count()
     });
     assert_eq!(failed, 0);

@@ -234,6 +234,16 @@ impl fmt::Display for ConversionErrors {
     }
 }
 
+impl<T> Converted<T> {
+    /// The same warnings with another value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Converted<U> {
+        Converted {
+            value: f(self.value),
+            warnings: self.warnings,
+        }
+    }
+}
+
 /// The result of a conversion.
 pub type ConversionResult<T> = Result<Converted<T>, ConversionErrors>;
 
@@ -251,6 +261,29 @@ impl Report {
 
     pub(crate) fn warn(&mut self, path: FieldPath, message: impl Into<String>) {
         self.warnings.push(Warning::new(path, message));
+    }
+
+    /// Takes over another conversion's errors and warnings; its value if it had one.
+    pub(crate) fn absorb<T>(&mut self, result: ConversionResult<T>) -> Option<T> {
+        match result {
+            Ok(converted) => {
+                self.warnings.extend(converted.warnings);
+                Some(converted.value)
+            }
+            Err(errors) => {
+                self.errors.extend(errors.errors);
+                self.warnings.extend(errors.warnings);
+                None
+            }
+        }
+    }
+
+    /// A report that starts with an earlier step's warnings.
+    pub(crate) fn with_warnings(warnings: Vec<Warning>) -> Self {
+        Self {
+            errors: Vec::new(),
+            warnings,
+        }
     }
 
     /// The value if nothing blocked it, else every error.

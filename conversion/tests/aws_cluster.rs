@@ -13,9 +13,10 @@
 mod common;
 
 use common::{error_paths, fixture, infra, json, merge};
+use conversion::AwsInfrastructure;
 use conversion::aws::capa::AwsMachine;
 use conversion::aws::cluster::AwsCluster;
-use conversion::{AwsInfrastructure, capi_to_mapi, mapi_to_capi};
+use conversion::aws::{to_capi, to_mapi};
 use serde_json::{Value, json};
 use sync_core::api::{capi, mapi};
 
@@ -49,7 +50,7 @@ fn master() -> mapi::Machine {
 
 /// The CAPI pair of `machine` (converted with the installer's AWSCluster).
 fn capi_pair(machine: &mapi::Machine) -> (capi::Machine, AwsMachine) {
-    let converted = mapi_to_capi::convert_machine(machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine(machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
     let mut capi = json(&converted.value.machine);
     merge(&mut capi, &json!({"metadata": {"labels": {}}}));
     (
@@ -78,7 +79,7 @@ fn the_controller_identity_is_the_default_credentials_secret() {
     let (machine, aws) = capi_pair(&worker());
     let infra =
         with_cluster(json!({"identityRef": {"kind": "AWSClusterControllerIdentity", "name": "default"}}));
-    let converted = capi_to_mapi::convert_machine(&machine, &aws, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_mapi::convert_machine(&machine, &aws, &infra).unwrap_or_else(|e| panic!("{e}"));
     let spec = json(&converted.value)["spec"]["providerSpec"]["value"].clone();
     assert_eq!(
         spec["credentialsSecret"],
@@ -91,7 +92,7 @@ fn the_controller_identity_is_the_default_credentials_secret() {
 fn another_identity_is_refused_at_the_aws_cluster_s_fields() {
     let (machine, aws) = capi_pair(&worker());
     let infra = with_cluster(json!({"identityRef": {"kind": "AWSClusterRoleIdentity", "name": "ops"}}));
-    let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws, &infra) else {
+    let Err(errors) = to_mapi::convert_machine(&machine, &aws, &infra) else {
         panic!("converted")
     };
     assert_eq!(
@@ -106,7 +107,7 @@ fn another_identity_is_refused_at_the_aws_cluster_s_fields() {
 #[test]
 fn without_an_aws_cluster_nothing_converts_to_the_machine_api() {
     let (machine, aws) = capi_pair(&worker());
-    let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws, &without_cluster()) else {
+    let Err(errors) = to_mapi::convert_machine(&machine, &aws, &without_cluster()) else {
         panic!("converted")
     };
     let text = errors.to_string();
@@ -116,7 +117,7 @@ fn without_an_aws_cluster_nothing_converts_to_the_machine_api() {
     );
     assert!(text.contains("create it"), "{text}");
     // A worker needs nothing of it the other way.
-    assert!(mapi_to_capi::convert_machine(&worker(), &without_cluster()).is_ok());
+    assert!(to_capi::convert_machine(&worker(), &without_cluster()).is_ok());
 }
 
 #[test]
@@ -126,7 +127,7 @@ fn a_control_plane_machine_lists_the_aws_cluster_s_load_balancers() {
         "controlPlaneLoadBalancer": {"name": "demo-x7k2p-int", "loadBalancerType": "elb"},
         "secondaryControlPlaneLoadBalancer": {"name": "demo-x7k2p-ext"}
     }));
-    let converted = capi_to_mapi::convert_machine(&machine, &aws, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_mapi::convert_machine(&machine, &aws, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         load_balancers(&converted.value),
         json!([{"name": "demo-x7k2p-int", "type": "classic"}, {"name": "demo-x7k2p-ext", "type": "network"}])
@@ -137,7 +138,7 @@ fn a_control_plane_machine_lists_the_aws_cluster_s_load_balancers() {
 fn an_application_load_balancer_has_no_machine_api_type() {
     let (machine, aws) = control_plane_pair();
     let infra = with_cluster(json!({"controlPlaneLoadBalancer": {"name": "lb", "loadBalancerType": "alb"}}));
-    let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws, &infra) else {
+    let Err(errors) = to_mapi::convert_machine(&machine, &aws, &infra) else {
         panic!("converted")
     };
     assert_eq!(
@@ -152,7 +153,7 @@ fn a_machine_api_control_plane_machine_must_list_exactly_the_aws_cluster_s_load_
     let primary_only = with_cluster(
         json!({"controlPlaneLoadBalancer": {"name": "demo-x7k2p-int", "loadBalancerType": "nlb"}}),
     );
-    let Err(errors) = mapi_to_capi::convert_machine(&master(), &primary_only) else {
+    let Err(errors) = to_capi::convert_machine(&master(), &primary_only) else {
         panic!("converted")
     };
     assert_eq!(
@@ -164,7 +165,7 @@ fn a_machine_api_control_plane_machine_must_list_exactly_the_aws_cluster_s_load_
         "controlPlaneLoadBalancer": {"name": "demo-x7k2p-int"},
         "secondaryControlPlaneLoadBalancer": {"name": "demo-x7k2p-ext"}
     }));
-    let Err(errors) = mapi_to_capi::convert_machine(&master(), &classic) else {
+    let Err(errors) = to_capi::convert_machine(&master(), &classic) else {
         panic!("converted")
     };
     assert_eq!(
@@ -176,7 +177,7 @@ fn a_machine_api_control_plane_machine_must_list_exactly_the_aws_cluster_s_load_
         "controlPlaneLoadBalancer": {"name": "demo-x7k2p-int", "loadBalancerType": "nlb"},
         "secondaryControlPlaneLoadBalancer": {"name": "other"}
     }));
-    let Err(errors) = mapi_to_capi::convert_machine(&master(), &three) else {
+    let Err(errors) = to_capi::convert_machine(&master(), &three) else {
         panic!("converted")
     };
     let text = errors.to_string();
@@ -186,7 +187,7 @@ fn a_machine_api_control_plane_machine_must_list_exactly_the_aws_cluster_s_load_
     );
 
     let none = without_cluster();
-    let Err(errors) = mapi_to_capi::convert_machine(&master(), &none) else {
+    let Err(errors) = to_capi::convert_machine(&master(), &none) else {
         panic!("converted")
     };
     assert_eq!(error_paths(&errors), ["spec.providerSpec.value.loadBalancers"]);

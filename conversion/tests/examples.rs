@@ -8,8 +8,9 @@ mod common;
 use std::path::Path;
 
 use common::{assert_json_eq, error_paths, json};
+use conversion::AwsInfrastructure;
 use conversion::aws::capa::{AwsMachine, AwsMachineTemplate};
-use conversion::{AwsInfrastructure, capi_to_mapi, mapi_to_capi};
+use conversion::aws::{to_capi, to_mapi};
 use serde_json::Value;
 use sync_core::api::{Infrastructure, capi, mapi};
 
@@ -72,7 +73,7 @@ fn the_aws_machine_set_sample_is_its_mapi_set_converted_and_back() {
         "worker-b",
     );
 
-    let converted = mapi_to_capi::convert_machine_set(&mapi_set, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine_set(&mapi_set, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(converted.warnings, []);
     assert_json_eq(&json(&converted.value.template.spec), &json(&template.spec));
     // The sample's CAPI set names its template `worker-b` (a CAPI-authored name); the
@@ -81,10 +82,9 @@ fn the_aws_machine_set_sample_is_its_mapi_set_converted_and_back() {
     expected.spec.template.spec.infrastructure_ref.name = "worker-b".into();
     assert_json_eq(&spec_and_labels(&expected), &spec_and_labels(&capi_set));
 
-    let back =
-        capi_to_mapi::convert_machine_set(&capi_set, &template, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let back = to_mapi::convert_machine_set(&capi_set, &template, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(back.warnings, []);
-    let again = mapi_to_capi::convert_machine_set(&back.value, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let again = to_capi::convert_machine_set(&back.value, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_json_eq(&json(&again.value.template.spec), &json(&template.spec));
     assert_eq!(back.value.spec.replicas, mapi_set.spec.replicas);
     assert_eq!(back.value.spec.selector, mapi_set.spec.selector);
@@ -102,7 +102,7 @@ fn the_aws_machine_samples_are_their_mapi_machines_converted_and_back() {
         "AWSMachine",
         "worker-b-2",
     );
-    let converted = mapi_to_capi::convert_machine(&mapi_machine, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine(&mapi_machine, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(converted.warnings, []);
     assert_json_eq(
         &spec_and_labels(&converted.value.machine),
@@ -120,7 +120,7 @@ fn the_aws_machine_samples_are_their_mapi_machines_converted_and_back() {
     for name in ["worker-b-1", "worker-b-2"] {
         let capi_machine: capi::Machine = find(&docs, "cluster.x-k8s.io", "Machine", name);
         let aws_machine: AwsMachine = find(&docs, "infrastructure.cluster.x-k8s.io", "AWSMachine", name);
-        let back = capi_to_mapi::convert_machine(&capi_machine, &aws_machine, &infra)
+        let back = to_mapi::convert_machine(&capi_machine, &aws_machine, &infra)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(back.warnings, [], "{name}");
         let provider = json(
@@ -133,7 +133,7 @@ fn the_aws_machine_samples_are_their_mapi_machines_converted_and_back() {
         );
         assert_eq!(provider["instanceType"], "m6i.xlarge", "{name}");
         assert_eq!(provider["placement"]["availabilityZone"], "us-east-2b", "{name}");
-        let mut again = mapi_to_capi::convert_machine(&back.value, &infra)
+        let mut again = to_capi::convert_machine(&back.value, &infra)
             .unwrap_or_else(|e| panic!("{name}: {e}"))
             .value;
         // A CAPI-only Machine's MAPI mirror gets its owner from the hook, not the conversion.
@@ -148,7 +148,7 @@ fn the_aws_machine_samples_are_their_mapi_machines_converted_and_back() {
     }
 
     let migrating: mapi::Machine = find(&docs, "machine.openshift.io", "Machine", "migrating-1");
-    let converted = mapi_to_capi::convert_machine(&migrating, &infra).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine(&migrating, &infra).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         converted.value.machine.spec.failure_domain.as_deref(),
         Some("us-east-2c")
@@ -160,7 +160,7 @@ fn the_made_up_provider_samples_are_refused_with_the_blocking_field() {
     let docs = examples();
     let infra = infra(&docs);
     let set: mapi::MachineSet = find(&docs, "machine.openshift.io", "MachineSet", "worker-a");
-    let errors = mapi_to_capi::convert_machine_set(&set, &infra)
+    let errors = to_capi::convert_machine_set(&set, &infra)
         .err()
         .unwrap_or_default();
     assert_eq!(
@@ -168,12 +168,12 @@ fn the_made_up_provider_samples_are_refused_with_the_blocking_field() {
         ["spec.template.spec.providerSpec.value.kind"]
     );
     let machine: mapi::Machine = find(&docs, "machine.openshift.io", "Machine", "worker-a-1");
-    let errors = mapi_to_capi::convert_machine(&machine, &infra)
+    let errors = to_capi::convert_machine(&machine, &infra)
         .err()
         .unwrap_or_default();
     assert_eq!(error_paths(&errors), ["spec.providerSpec.value.kind"]);
     let stray: capi::Machine = find(&docs, "cluster.x-k8s.io", "Machine", "stray-1");
-    let errors = capi_to_mapi::convert_machine(&stray, &AwsMachine::default(), &infra)
+    let errors = to_mapi::convert_machine(&stray, &AwsMachine::default(), &infra)
         .err()
         .unwrap_or_default();
     assert_eq!(error_paths(&errors)[0], "spec.infrastructureRef");

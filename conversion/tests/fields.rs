@@ -5,7 +5,8 @@ mod common;
 
 use common::{error_paths, fixture, infra, json, merge};
 use conversion::aws::capa::AwsMachine;
-use conversion::{AwsInfrastructure, IpFamily, capi_to_mapi, mapi_to_capi};
+use conversion::aws::{to_capi, to_mapi};
+use conversion::{AwsInfrastructure, IpFamily};
 use serde_json::{Value, json};
 use sync_core::api::{capi, mapi};
 
@@ -31,7 +32,7 @@ fn provider_patch(patch: Value) -> Value {
 /// The CAPI pair of the base Machine.
 fn base_capi() -> (Value, Value) {
     let converted =
-        mapi_to_capi::convert_machine(&mapi_machine(&json!({})), &infra()).unwrap_or_else(|e| panic!("{e}"));
+        to_capi::convert_machine(&mapi_machine(&json!({})), &infra()).unwrap_or_else(|e| panic!("{e}"));
     (json(&converted.value.machine), json(&converted.value.aws_machine))
 }
 
@@ -160,7 +161,7 @@ fn mapi_provider_fields_map_to_the_aws_machine() {
     for (patch, pointer, expected) in rows {
         let machine = mapi_machine(&provider_patch(patch.clone()));
         let converted =
-            mapi_to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{patch}: {e}"));
+            to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{patch}: {e}"));
         let spec = json(&converted.value.aws_machine.spec);
         if pointer.is_empty() {
             for (key, value) in expected.as_object().into_iter().flatten() {
@@ -215,7 +216,7 @@ fn mapi_machine_fields_map_to_the_capi_machine() {
         ),
     ];
     for (patch, pointer, expected) in rows {
-        let converted = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra())
+        let converted = to_capi::convert_machine(&mapi_machine(&patch), &infra())
             .unwrap_or_else(|e| panic!("{patch}: {e}"));
         let machine = json(&converted.value.machine);
         if pointer == "/metadata" {
@@ -247,8 +248,8 @@ fn dual_stack_clusters_get_resource_name_hostnames() {
             ip_family: family,
             ..infra()
         };
-        let converted = mapi_to_capi::convert_machine(&mapi_machine(&json!({})), &infra)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let converted =
+            to_capi::convert_machine(&mapi_machine(&json!({})), &infra).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             json(&converted.value.aws_machine.spec)["privateDnsName"],
             json!({"enableResourceNameDnsAAAARecord": true, "enableResourceNameDnsARecord": true, "hostnameType": "resource-name"})
@@ -423,7 +424,7 @@ fn unsupported_mapi_fields_are_errors_with_their_paths() {
         ),
     ];
     for (patch, expected) in rows {
-        let Err(errors) = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
+        let Err(errors) = to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
             panic!("{patch} converted, expected errors at {expected:?}");
         };
         assert_eq!(error_paths(&errors), expected, "{patch}");
@@ -433,8 +434,8 @@ fn unsupported_mapi_fields_are_errors_with_their_paths() {
 #[test]
 fn unknown_fields_holding_go_zero_values_carry_nothing() {
     let patch = provider_patch(json!({"later": {"a": "", "b": {}}, "gone": [], "off": {"x": {"y": ""}}}));
-    let converted = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra());
-    let base = mapi_to_capi::convert_machine(&mapi_machine(&json!({})), &infra());
+    let converted = to_capi::convert_machine(&mapi_machine(&patch), &infra());
+    let base = to_capi::convert_machine(&mapi_machine(&json!({})), &infra());
     assert_eq!(
         converted.map(|c| c.warnings).map_err(|e| error_paths(&e)),
         base.map(|c| c.warnings).map_err(|e| error_paths(&e))
@@ -449,7 +450,7 @@ fn every_error_of_an_object_is_reported_at_once() {
             "providerSpec": {"value": {"deviceIndex": 2, "credentialsSecret": {"name": "x"}, "ami": {"id": null, "arn": "a"}}}
         }
     });
-    let Err(errors) = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
+    let Err(errors) = to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
         panic!("converted");
     };
     let mut paths = error_paths(&errors);
@@ -487,9 +488,8 @@ fn lossy_mapi_fields_are_warnings() {
         ),
     ];
     for (patch, path) in rows {
-        let converted =
-            mapi_to_capi::convert_machine(&mapi_machine(&provider_patch(patch.clone())), &infra())
-                .unwrap_or_else(|e| panic!("{patch}: {e}"));
+        let converted = to_capi::convert_machine(&mapi_machine(&provider_patch(patch.clone())), &infra())
+            .unwrap_or_else(|e| panic!("{patch}: {e}"));
         let paths: Vec<String> = converted.warnings.iter().map(|w| w.path.to_string()).collect();
         assert_eq!(paths, [path], "{patch}");
     }
@@ -595,8 +595,8 @@ fn capa_fields_map_to_the_provider_spec() {
     ];
     for (patch, pointer, expected) in rows {
         let (machine, aws) = capi_pair(&json!({}), &json!({"spec": patch}));
-        let converted = capi_to_mapi::convert_machine(&machine, &aws, &infra())
-            .unwrap_or_else(|e| panic!("{patch}: {e}"));
+        let converted =
+            to_mapi::convert_machine(&machine, &aws, &infra()).unwrap_or_else(|e| panic!("{patch}: {e}"));
         let provider = json(&converted.value.spec.provider_spec.and_then(|p| p.value));
         assert_eq!(provider.pointer(pointer), Some(&expected), "{patch}: {pointer}");
     }
@@ -658,8 +658,8 @@ fn capi_machine_fields_map_to_the_mapi_machine() {
     ];
     for (patch, pointer, expected) in rows {
         let (machine, aws) = capi_pair(&patch, &json!({}));
-        let converted = capi_to_mapi::convert_machine(&machine, &aws, &infra())
-            .unwrap_or_else(|e| panic!("{patch}: {e}"));
+        let converted =
+            to_mapi::convert_machine(&machine, &aws, &infra()).unwrap_or_else(|e| panic!("{patch}: {e}"));
         assert_eq!(
             json(&converted.value).pointer(pointer),
             Some(&expected),
@@ -835,7 +835,7 @@ fn unsupported_capi_fields_are_errors_with_their_paths() {
     ];
     for (machine_patch, aws_patch, expected) in rows {
         let (machine, aws_machine) = capi_pair(&machine_patch, &aws_patch);
-        let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws_machine, &infra()) else {
+        let Err(errors) = to_mapi::convert_machine(&machine, &aws_machine, &infra()) else {
             panic!("{machine_patch} {aws_patch} converted, expected errors at {expected:?}");
         };
         assert_eq!(error_paths(&errors), expected, "{machine_patch} {aws_patch}");
@@ -848,7 +848,7 @@ fn lossy_capi_fields_are_warnings() {
         &json!({"spec": {"clusterName": "other"}}),
         &json!({"spec": {"ignition": {"storageType": "ClusterObjectStore"}}}),
     );
-    let converted = capi_to_mapi::convert_machine(&machine, &aws, &infra()).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_mapi::convert_machine(&machine, &aws, &infra()).unwrap_or_else(|e| panic!("{e}"));
     let paths: Vec<String> = converted.warnings.iter().map(|w| w.path.to_string()).collect();
     assert_eq!(
         paths,
@@ -866,7 +866,7 @@ fn machine_sets_map_their_own_fields_both_ways() {
             "selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}}}),
     );
     let set: mapi::MachineSet = serde_json::from_value(value).unwrap_or_default();
-    let converted = mapi_to_capi::convert_machine_set(&set, &infra())
+    let converted = to_capi::convert_machine_set(&set, &infra())
         .unwrap_or_else(|e| panic!("{e}"))
         .value;
     let capi = json(&converted.machine_set);
@@ -877,7 +877,7 @@ fn machine_sets_map_their_own_fields_both_ways() {
         capi["spec"]["selector"]["matchExpressions"],
         json!([{"key": "tier", "operator": "In", "values": ["a"]}])
     );
-    let back = capi_to_mapi::convert_machine_set(&converted.machine_set, &converted.template, &infra())
+    let back = to_mapi::convert_machine_set(&converted.machine_set, &converted.template, &infra())
         .unwrap_or_else(|e| panic!("{e}"))
         .value;
     assert_eq!(back.spec.delete_policy.as_deref(), Some("Oldest"));
@@ -891,7 +891,7 @@ fn machine_sets_map_their_own_fields_both_ways() {
         template: Some("{{ .machineSet.name }}-{{ .random }}".into()),
     });
     capi_set.spec.template.spec.infrastructure_ref.kind = "AWSMachine".into();
-    let Err(errors) = capi_to_mapi::convert_machine_set(&capi_set, &converted.template, &infra()) else {
+    let Err(errors) = to_mapi::convert_machine_set(&capi_set, &converted.template, &infra()) else {
         panic!("converted");
     };
     assert_eq!(
@@ -909,7 +909,7 @@ fn machine_sets_map_their_own_fields_both_ways() {
         &json!({"spec": {"template": {"metadata": {"name": "x", "namespace": "y"}, "spec": {"providerID": "aws:///a/i-1"}}}}),
     );
     let set: mapi::MachineSet = serde_json::from_value(value).unwrap_or_default();
-    let Err(errors) = mapi_to_capi::convert_machine_set(&set, &infra()) else {
+    let Err(errors) = to_capi::convert_machine_set(&set, &infra()) else {
         panic!("converted");
     };
     assert_eq!(
@@ -926,7 +926,7 @@ fn machine_sets_map_their_own_fields_both_ways() {
 fn template_names_are_a_hash_of_the_spec() {
     let set: mapi::MachineSet = fixture("installer-worker-machineset.yaml");
     let name = |set: &mapi::MachineSet| {
-        mapi_to_capi::convert_machine_set(set, &infra())
+        to_capi::convert_machine_set(set, &infra())
             .map(|c| c.value.template.metadata.name.unwrap_or_default())
             .unwrap_or_default()
     };
@@ -958,7 +958,7 @@ fn error_messages_show_values_as_the_object_does() {
         "imageLookupOrg": "123456789012",
     }});
     let (machine, aws_machine) = capi_pair(&json!({}), &aws_patch);
-    let Err(errors) = capi_to_mapi::convert_machine(&machine, &aws_machine, &infra()) else {
+    let Err(errors) = to_mapi::convert_machine(&machine, &aws_machine, &infra()) else {
         panic!("converted");
     };
     let mut messages: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
@@ -974,7 +974,7 @@ fn error_messages_show_values_as_the_object_does() {
 
     let patch =
         provider_patch(json!({"notAField": "x", "ami": {"filters": [{"name": "n", "values": ["v"]}]}}));
-    let Err(errors) = mapi_to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
+    let Err(errors) = to_capi::convert_machine(&mapi_machine(&patch), &infra()) else {
         panic!("converted");
     };
     let mut messages: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();

@@ -6,8 +6,9 @@ mod common;
 
 use common::{assert_json_eq, fixture, infra, json};
 use conversion::aws::capa::AwsMachine;
-use conversion::mapi_to_capi::{self, CapiOwner};
-use conversion::{AwsInfrastructure, capi_to_mapi, names};
+use conversion::aws::to_capi::{self, CapiOwner};
+use conversion::aws::to_mapi;
+use conversion::{AwsInfrastructure, names};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
 use sync_core::api::{Infrastructure, mapi};
@@ -45,7 +46,7 @@ fn the_fixture_infrastructure_is_an_aws_cluster() {
 #[test]
 fn installer_worker_machine_set() {
     let set: mapi::MachineSet = fixture("installer-worker-machineset.yaml");
-    let converted = mapi_to_capi::convert_machine_set(&set, &infra()).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine_set(&set, &infra()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(converted.warnings, []);
     let template = converted.value.template;
     let spec_json = serde_json::to_vec(&template.spec.template.spec).unwrap_or_default();
@@ -112,7 +113,7 @@ fn installer_worker_machine_set() {
 fn installer_master_machine_s_load_balancers_are_the_aws_cluster_s() {
     let machine: mapi::Machine = fixture("installer-master-machine.yaml");
     // The installer's AWSCluster holds demo-x7k2p-int and -ext: nothing to copy or warn.
-    let converted = mapi_to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
     assert!(converted.warnings.is_empty(), "{:?}", converted.warnings);
     assert_eq!(
         converted.value.owner,
@@ -178,7 +179,7 @@ fn installer_master_machine_s_load_balancers_are_the_aws_cluster_s() {
 #[test]
 fn running_worker_machine_and_its_status() {
     let machine: mapi::Machine = fixture("running-worker-machine.yaml");
-    let converted = mapi_to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
+    let converted = to_capi::convert_machine(&machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(converted.warnings, []);
     let set = "demo-x7k2p-worker-us-east-2a";
     assert_eq!(converted.value.owner, CapiOwner::MachineSet { name: set.into() });
@@ -221,7 +222,7 @@ fn running_worker_machine_and_its_status() {
 
     // Status, both objects.
     let now = Time("2026-12-01T08:00:00Z".parse().unwrap_or_default());
-    let status = mapi_to_capi::convert_machine_status(&machine, &now).unwrap_or_else(|e| panic!("{e}"));
+    let status = to_capi::convert_machine_status(&machine, &now).unwrap_or_else(|e| panic!("{e}"));
     let capi = json(&status.value.machine);
     assert_eq!(capi["phase"], "Running");
     assert_eq!(
@@ -273,8 +274,8 @@ fn running_worker_machine_and_its_status() {
     aws_machine.status = Some(status.value.aws_machine);
     let mut capi_machine = converted.value.machine;
     capi_machine.status = Some(status.value.machine);
-    let back = capi_to_mapi::convert_machine(&capi_machine, &aws_machine, &infra())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let back =
+        to_mapi::convert_machine(&capi_machine, &aws_machine, &infra()).unwrap_or_else(|e| panic!("{e}"));
     let back_json = json(&back.value);
     assert_eq!(
         back_json["metadata"]["labels"],
@@ -316,7 +317,7 @@ fn running_worker_machine_and_its_status() {
             "userDataSecret": {"name": "worker-user-data"}
         }),
     );
-    let back_status = capi_to_mapi::convert_machine_status(&capi_machine, &aws_machine, &now)
+    let back_status = to_mapi::convert_machine_status(&capi_machine, &aws_machine, &now)
         .unwrap_or_else(|e| panic!("{e}"))
         .value;
     let original = machine.status.clone().unwrap_or_default();

@@ -41,7 +41,8 @@ use conversion::aws::provider::{
     DynamicHostAllocationSpec, EbsBlockDeviceSpec, Filter, HostPlacement, LocalObjectReference,
     MetadataServiceOptions, Placement, SpotMarketOptions, TagSpecification,
 };
-use conversion::{capi_to_mapi, mapi_to_capi, names};
+use conversion::aws::{to_capi, to_mapi};
+use conversion::names;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -497,10 +498,10 @@ fn provider_json(spec: &mapi::MachineSpec) -> serde_json::Value {
 #[test]
 fn mapi_machine_to_capi_and_back() {
     check(mapi_machine, |machine| {
-        let capi = mapi_to_capi::convert_machine(&machine, &infra())
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let capi =
+            to_capi::convert_machine(&machine, &infra()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert!(capi.warnings.is_empty(), "{:?}", capi.warnings);
-        let back = capi_to_mapi::convert_machine(&capi.value.machine, &capi.value.aws_machine, &infra())
+        let back = to_mapi::convert_machine(&capi.value.machine, &capi.value.aws_machine, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let original = normalize_mapi_machine(machine);
         let back = normalize_mapi_machine(back.value);
@@ -513,9 +514,9 @@ fn mapi_machine_to_capi_and_back() {
 #[test]
 fn mapi_machine_set_to_capi_and_back() {
     check(mapi_machine_set, |set| {
-        let capi = mapi_to_capi::convert_machine_set(&set, &infra())
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let back = capi_to_mapi::convert_machine_set(&capi.value.machine_set, &capi.value.template, &infra())
+        let capi =
+            to_capi::convert_machine_set(&set, &infra()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let back = to_mapi::convert_machine_set(&capi.value.machine_set, &capi.value.template, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let original = normalize_mapi_set(set);
         let back = normalize_mapi_set(back.value);
@@ -565,7 +566,7 @@ fn capa_spec() -> impl Strategy<Value = AwsMachineSpec> {
             },
             status: None,
         };
-        let mut spec = mapi_to_capi::convert_machine(&machine, &infra())
+        let mut spec = to_capi::convert_machine(&machine, &infra())
             .map(|c| c.value.aws_machine.spec)
             .unwrap_or_default();
         if spot_without_price && spec.spot_market_options.is_some() {
@@ -885,10 +886,10 @@ fn capi_set() -> impl Strategy<Value = (capi::MachineSet, AwsMachineTemplate)> {
 #[test]
 fn capi_machine_to_mapi_and_back() {
     check(capi_pair, |(machine, aws_machine)| {
-        let mapi = capi_to_mapi::convert_machine(&machine, &aws_machine, &infra())
+        let mapi = to_mapi::convert_machine(&machine, &aws_machine, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert!(mapi.warnings.is_empty(), "{:?}", mapi.warnings);
-        let back = mapi_to_capi::convert_machine(&mapi.value, &infra())
+        let back = to_capi::convert_machine(&mapi.value, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&back.value.aws_machine.spec, &aws_machine.spec);
         prop_assert_eq!(&back.value.aws_machine, &aws_machine);
@@ -900,9 +901,9 @@ fn capi_machine_to_mapi_and_back() {
 #[test]
 fn capi_machine_set_to_mapi_and_back() {
     check(capi_set, |(set, template)| {
-        let mapi = capi_to_mapi::convert_machine_set(&set, &template, &infra())
+        let mapi = to_mapi::convert_machine_set(&set, &template, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let back = mapi_to_capi::convert_machine_set(&mapi.value, &infra())
+        let back = to_capi::convert_machine_set(&mapi.value, &infra())
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&back.value.template, &template);
         prop_assert_eq!(&back.value.machine_set, &set);

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use conversion::{AwsInfrastructure, ConversionErrors, ConversionResult, capi_to_mapi, mapi_to_capi};
+use conversion::{AwsInfrastructure, ConversionErrors, ConversionResult};
+use conversion::aws::{to_capi, to_mapi};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -131,12 +132,12 @@ fn to_value<T: Serialize>(value: &T) -> Value {
 pub fn to_capi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
     let mut outcome = Outcome::default();
     for (origin, set) in &inputs.mapi_machine_sets {
-        outcome.record(origin, mapi_to_capi::convert_machine_set(set, infra), |c| {
+        outcome.record(origin, to_capi::convert_machine_set(set, infra), |c| {
             vec![to_value(&c.machine_set), to_value(&c.template)]
         });
     }
     for (origin, machine) in &inputs.mapi_machines {
-        outcome.record(origin, mapi_to_capi::convert_machine(machine, infra), |c| {
+        outcome.record(origin, to_capi::convert_machine(machine, infra), |c| {
             vec![to_value(&c.machine), to_value(&c.aws_machine)]
         });
     }
@@ -157,7 +158,7 @@ pub fn to_mapi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
             Some(index) => {
                 used_templates[index] = true;
                 let template = &inputs.aws_machine_templates[index].1;
-                outcome.record(origin, capi_to_mapi::convert_machine_set(set, template, infra), |s| {
+                outcome.record(origin, to_mapi::convert_machine_set(set, template, infra), |s| {
                     vec![to_value(&s)]
                 });
             }
@@ -177,7 +178,7 @@ pub fn to_mapi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
             Some(index) => {
                 used_machines[index] = true;
                 let aws = &inputs.aws_machines[index].1;
-                outcome.record(origin, capi_to_mapi::convert_machine(machine, aws, infra), |m| {
+                outcome.record(origin, to_mapi::convert_machine(machine, aws, infra), |m| {
                     vec![to_value(&m)]
                 });
             }

@@ -1,11 +1,16 @@
-//! Machine API status → Cluster API status (Machine, `AWSMachine`, MachineSet).
+//! Machine and MachineSet statuses both ways, the part every platform shares; the
+//! infrastructure machine's status and the MAPI providerStatus are the [`Provider`]'s.
 //!
-//! Pure functions: the hook decides when to write (only when the MAPI object's
-//! `synchronizedGeneration == generation`), and sets `observedGeneration` to the CAPI
+//! Pure functions: the hook decides when to write (only when the source object's
+//! `synchronizedGeneration == generation`), and sets `observedGeneration` to the target
 //! object's own generation. Conditions get `now` as their transition time; a hook keeps
 //! the existing time when a condition's status did not change.
+//!
+//! [`Provider`]: crate::provider::Provider
 
+use k8s_openapi::api::core::v1::{NodeAddress, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use sync_core::api::RawObject;
 use sync_core::api::capi::{
     self, MachineAddress, MachineDeprecatedStatus, MachineInitializationStatus, MachineNodeReference,
     MachineSetDeprecatedStatus, MachineSetV1Beta1DeprecatedStatus, MachineV1Beta1DeprecatedStatus,
@@ -13,35 +18,18 @@ use sync_core::api::capi::{
 };
 use sync_core::api::mapi;
 
-use crate::aws::capa::AwsMachineStatus;
-use crate::aws::capa::awsmachines::{
-    AwsMachineStatusAddresses, AwsMachineStatusAddressesType, AwsMachineStatusConditions,
-    AwsMachineStatusDedicatedHost,
-};
-use crate::aws::provider::AwsMachineProviderStatus;
 use crate::errors::{ConversionResult, FieldError, FieldPath, Report};
-
-/// The status of both Cluster API objects a MAPI Machine becomes.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CapiMachineStatus {
-    /// For the CAPI Machine's `/status`.
-    pub machine: capi::MachineStatus,
-    /// For the `AWSMachine`'s `/status`.
-    pub aws_machine: AwsMachineStatus,
-}
 
 const RUNNING: &str = "Running";
 
-/// The CAPI Machine and `AWSMachine` status of a MAPI Machine: nodeRef, lastUpdated,
-/// addresses, phase, failure reason and message, `initialization.*` and the v1beta1 and
-/// v1beta2 conditions derived from the phase; the `AWSMachine`'s ready, interruptible,
-/// instanceState, addresses, dedicated host and conditions from the providerStatus.
-pub fn convert_machine_status(machine: &mapi::Machine, now: &Time) -> ConversionResult<CapiMachineStatus> {
-    let mut report = Report::default();
+/// The CAPI Machine status of a MAPI Machine: nodeRef, lastUpdated, addresses, phase,
+/// failure reason and message, `initialization.*` and the v1beta1 and v1beta2 conditions
+/// derived from the phase. The infrastructure machine's is the platform's.
+pub fn machine_to_capi(machine: &mapi::Machine, now: &Time, report: &mut Report) -> capi::MachineStatus {
     let status = machine.status.clone().unwrap_or_default();
     let phase = status.phase.as_deref().filter(|p| !p.is_empty());
     let running = phase == Some(RUNNING);
-    let addresses = addresses(status.addresses.as_deref(), &mut report);
+    let addresses = addresses(status.addresses.as_deref(), report);
     let provisioned = phase.map(|p| matches!(p, "Provisioned" | "Running" | "Deleting"));
     let bootstrapped = phase.map(|p| matches!(p, "Running" | "Deleting"));
     let node_ready = matches!(phase, Some("Running" | "Deleting")) && status.node_ref.is_some();
@@ -91,7 +79,7 @@ pub fn convert_machine_status(machine: &mapi::Machine, now: &Time) -> Conversion
             Some("WaitingForInfrastructure"),
         ),
     ];
-    let capi_status = capi::MachineStatus {
+    capi::MachineStatus {
         node_ref: status
             .node_ref
             .as_ref()
@@ -122,63 +110,13 @@ pub fn convert_machine_status(machine: &mapi::Machine, now: &Time) -> Conversion
                 failure_message: status.error_message.clone(),
             }),
         }),
-    };
-
-    let provider = provider_status(&status, &mut report);
-    let spot = crate::mapi_to_capi::parse_provider(
-        &machine.spec,
-        &FieldPath::new("spec.providerSpec.value"),
-        &mut Report::default(),
-    )
-    .is_some_and(|p| p.spot_market_options.is_some());
-    let instance_running = provider.instance_state.as_deref() == Some("running");
-    let aws_condition = |type_: &str| AwsMachineStatusConditions {
-        last_transition_time: now.0.to_string(),
-        message: (!instance_running)
-            .then(|| "See the Machine API Machine's status.providerStatus conditions".to_owned()),
-        reason: None,
-        severity: (!instance_running).then(|| "Error".to_owned()),
-        status: if instance_running { "True" } else { "Unknown" }.to_owned(),
-        r#type: type_.to_owned(),
-    };
-    let aws_status = AwsMachineStatus {
-        addresses: addresses.map(|a| {
-            a.into_iter()
-                .filter_map(|(type_, address)| {
-                    Some(AwsMachineStatusAddresses {
-                        address,
-                        r#type: aws_address_type(type_)?,
-                    })
-                })
-                .collect()
-        }),
-        conditions: Some(vec![aws_condition("Ready"), aws_condition("InstanceReady")]),
-        dedicated_host: provider
-            .dedicated_host
-            .as_ref()
-            .filter(|h| !h.id.is_empty())
-            .map(|h| AwsMachineStatusDedicatedHost {
-                id: Some(h.id.clone()),
-            }),
-        failure_message: None,
-        failure_reason: None,
-        instance_state: provider.instance_state.clone(),
-        interruptible: Some(spot),
-        ready: Some(instance_running),
-    };
-    report.finish(CapiMachineStatus {
-        machine: capi_status,
-        aws_machine: aws_status,
-    })
+    }
 }
 
 /// The CAPI MachineSet status of a MAPI MachineSet: replica counts, the selector as text,
 /// `upToDateReplicas` 0 (a standalone set has no notion of up to date), failure reason and
 /// message, and the v1beta1 and v1beta2 conditions derived from the counts.
-pub fn convert_machine_set_status(
-    set: &mapi::MachineSet,
-    now: &Time,
-) -> ConversionResult<capi::MachineSetStatus> {
+pub fn machine_set_to_capi(set: &mapi::MachineSet, now: &Time) -> ConversionResult<capi::MachineSetStatus> {
     let report = Report::default();
     let status = set.status.clone().unwrap_or_default();
     let desired = set.spec.replicas.unwrap_or(1);
@@ -230,7 +168,7 @@ pub fn convert_machine_set_status(
         v1beta1("Ready", resized && machines_ready),
         v1beta1("Resized", resized),
     ];
-    let capi_selector = super::selector_to_capi(&set.spec.selector);
+    let capi_selector = crate::machine::to_capi::selector_to_capi(&set.spec.selector);
     report.finish(capi::MachineSetStatus {
         replicas: Some(status.replicas),
         ready_replicas: status.ready_replicas.filter(|r| *r != 0),
@@ -285,7 +223,7 @@ fn true_false(ok: bool) -> &'static str {
 }
 
 /// MAPI (Node) address types are CAPI's; anything else is reported.
-fn addresses(
+pub(crate) fn addresses(
     addresses: Option<&[k8s_openapi::api::core::v1::NodeAddress]>,
     report: &mut Report,
 ) -> Option<Vec<(&'static str, String)>> {
@@ -312,27 +250,83 @@ fn addresses(
     Some(out)
 }
 
-fn aws_address_type(type_: &str) -> Option<AwsMachineStatusAddressesType> {
-    Some(match type_ {
-        "Hostname" => AwsMachineStatusAddressesType::Hostname,
-        "ExternalIP" => AwsMachineStatusAddressesType::ExternalIp,
-        "InternalIP" => AwsMachineStatusAddressesType::InternalIp,
-        "ExternalDNS" => AwsMachineStatusAddressesType::ExternalDns,
-        "InternalDNS" => AwsMachineStatusAddressesType::InternalDns,
-        _ => return None,
+/// The MAPI Machine status of a CAPI Machine: nodeRef, lastUpdated,
+/// errorReason/errorMessage (from the v1beta1 failure fields), addresses, phase
+/// (`Pending` and `Unknown` → unset, `Deleted` → `Deleting`), and the platform's
+/// providerStatus.
+pub fn machine_to_mapi(
+    machine: &capi::Machine,
+    provider_status: Option<&serde_json::Value>,
+    report: &mut Report,
+) -> mapi::MachineStatus {
+    let status = machine.status.clone().unwrap_or_default();
+    let v1beta1 = status
+        .deprecated
+        .as_ref()
+        .and_then(|d| d.v1beta1.clone())
+        .unwrap_or_default();
+    let mut addresses = Vec::new();
+    for (index, address) in status.addresses.iter().flatten().enumerate() {
+        match address.type_.as_str() {
+            "Hostname" | "ExternalIP" | "InternalIP" | "ExternalDNS" | "InternalDNS" => {
+                addresses.push(NodeAddress {
+                    address: address.address.clone(),
+                    type_: address.type_.clone(),
+                })
+            }
+            other => report.error(FieldError::invalid(
+                FieldPath::new("status.addresses").index(index).child("type"),
+                other,
+                "not a Node address type",
+            )),
+        }
+    }
+    let provider_status = provider_status.and_then(|value| RawObject::from_value(value).ok());
+    mapi::MachineStatus {
+        node_ref: status.node_ref.as_ref().map(|node| ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Node".to_owned()),
+            name: Some(node.name.clone()),
+            ..ObjectReference::default()
+        }),
+        last_updated: status.last_updated.clone(),
+        error_reason: v1beta1.failure_reason.clone(),
+        error_message: v1beta1.failure_message.clone(),
+        provider_status,
+        addresses: status.addresses.is_some().then_some(addresses),
+        phase: phase(status.phase.as_deref()),
+        ..mapi::MachineStatus::default()
+    }
+}
+
+/// The MAPI MachineSet status of a CAPI MachineSet: replicas, the v1beta1 replica counts
+/// (their meaning is the Machine API's), the selector text, errorReason/errorMessage.
+pub fn machine_set_to_mapi(set: &capi::MachineSet) -> ConversionResult<mapi::MachineSetStatus> {
+    let report = Report::default();
+    let status = set.status.clone().unwrap_or_default();
+    let v1beta1 = status
+        .deprecated
+        .as_ref()
+        .and_then(|d| d.v1beta1.clone())
+        .unwrap_or_default();
+    report.finish(mapi::MachineSetStatus {
+        replicas: status.replicas.unwrap_or(0),
+        fully_labeled_replicas: v1beta1.fully_labeled_replicas,
+        ready_replicas: v1beta1.ready_replicas,
+        available_replicas: v1beta1.available_replicas,
+        label_selector: status.selector.clone(),
+        error_reason: v1beta1.failure_reason.clone(),
+        error_message: v1beta1.failure_message.clone(),
+        ..mapi::MachineSetStatus::default()
     })
 }
 
-fn provider_status(status: &mapi::MachineStatus, report: &mut Report) -> AwsMachineProviderStatus {
-    let Some(raw) = &status.provider_status else {
-        return AwsMachineProviderStatus::default();
-    };
-    raw.parse().unwrap_or_else(|error| {
-        report.error(FieldError::invalid(
-            FieldPath::new("status.providerStatus"),
-            error.to_string(),
-            "not an AWSMachineProviderStatus",
-        ));
-        AwsMachineProviderStatus::default()
-    })
+/// Cluster API phases the Machine API also has are kept; `Deleted` is still `Deleting`
+/// there; `Pending`, `Unknown` and anything else are unset.
+fn phase(phase: Option<&str>) -> Option<String> {
+    match phase? {
+        "Provisioning" | "Provisioned" | "Running" | "Deleting" | "Failed" => phase.map(str::to_owned),
+        "Deleted" => Some("Deleting".to_owned()),
+        _ => None,
+    }
 }

@@ -1,8 +1,6 @@
-//! Machine API → Cluster API: a MAPI Machine becomes a CAPI Machine and an `AWSMachine`; a
-//! MAPI MachineSet a CAPI MachineSet and an `AWSMachineTemplate`.
-
-mod aws;
-mod status;
+//! Machine API → Cluster API, the part every platform shares: a MAPI Machine becomes a
+//! CAPI Machine and the metadata of its infrastructure machine, a MAPI MachineSet a CAPI
+//! MachineSet and its infrastructure template; the [`Provider`] converts the providerSpec.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::Resource;
@@ -11,28 +9,24 @@ use sync_core::api::ContractVersionedObjectReference;
 use sync_core::api::capi::{self, Bootstrap, MachineDeletionSpec, MachineSetDeletionSpec, TemplateMeta};
 use sync_core::api::mapi;
 
-pub(crate) use self::aws::dual_stack_dns_name;
-pub use self::aws::{DEFAULT_CREDENTIALS_SECRET, DEFAULT_ROOT_VOLUME_SIZE};
-pub use self::status::{CapiMachineStatus, convert_machine_set_status, convert_machine_status};
-use crate::aws::capa::{self, AwsMachine, AwsMachineSpec, AwsMachineTemplate, AwsMachineTemplateSpec};
-use crate::aws::provider::{self, AwsMachineProviderConfig};
 use crate::decode::{Decoded, decode};
 use crate::errors::{ConversionResult, FieldError, FieldPath, Report};
-use crate::infrastructure::AwsInfrastructure;
 use crate::meta::{self, Map};
 use crate::names::{
     CAPI_MACHINE_FINALIZER, CAPI_NAMESPACE, CLUSTER_NAME_LABEL, MACHINESET_LABEL, MAPI_ROLE_LABEL,
     NODE_DELETION_TIMEOUT_SECONDS, SET_NAME_LABEL, template_name,
 };
+use crate::provider::{InfraSpec, Provider};
 
-/// A MAPI Machine as Cluster API objects.
+/// A MAPI Machine as Cluster API objects, before the platform's types are applied.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CapiMachine {
+pub struct CapiParts<S> {
     /// The CAPI Machine: same name, CAPI namespace; no status, no owner references.
     pub machine: capi::Machine,
-    /// Its `AWSMachine`: same name, same labels and annotations; no owner references (see
-    /// [`infra_machine_owner`]).
-    pub aws_machine: AwsMachine,
+    /// The infrastructure machine's metadata: same name, labels and annotations.
+    pub infra_meta: ObjectMeta,
+    /// The infrastructure machine's spec.
+    pub infra_spec: S,
     /// What the CAPI Machine must be owned by.
     pub owner: CapiOwner,
 }
@@ -55,37 +49,37 @@ pub enum CapiOwner {
     },
 }
 
-/// A MAPI MachineSet as Cluster API objects.
+/// A MAPI MachineSet as Cluster API objects, before the platform's types are applied.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CapiMachineSet {
-    /// The CAPI MachineSet, its template pointing at `template`; no status.
+pub struct CapiSetParts<S> {
+    /// The CAPI MachineSet, its template pointing at the infrastructure template; no status.
     pub machine_set: capi::MachineSet,
-    /// The `AWSMachineTemplate`, named `<set>-<hash of its spec>` and labelled
-    /// `machine.openshift.io/cluster-api-machineset=<set>`. Immutable: a different spec is a
-    /// different name.
-    pub template: AwsMachineTemplate,
+    /// The template's metadata: named `<set>-<hash of its spec>`, labelled
+    /// `machine.openshift.io/cluster-api-machineset=<set>`. Immutable: a different spec is
+    /// a different name.
+    pub template_meta: ObjectMeta,
+    /// The template's `spec.template.spec`.
+    pub template_spec: S,
 }
 
-/// Converts a MAPI Machine with an AWS providerSpec.
+/// Converts a MAPI Machine.
 ///
 /// Copied: labels (role/type → `node-role.kubernetes.io/<role>`; instance-type, region and
 /// zone labels dropped, the MAPI controller derives them) and `spec.metadata` labels into
 /// the CAPI labels; annotations (delete-machine renamed) with `spec.metadata` annotations
 /// and lifecycle hooks as `pre-drain`/`pre-terminate` annotations; `providerID`;
-/// `failureDomain` from the zone; the bootstrap secret from `userDataSecret`; the cluster
-/// name and label from the infrastructure; `cluster.x-k8s.io/set-name` when a MachineSet
-/// owns it. Set: finalizer `machine.cluster.x-k8s.io`, node deletion timeout 10 s. Ignored:
-/// `spec.authoritativeAPI` (the sync's own state). Everything else in the providerSpec is
-/// mapped to the `AWSMachine` or reported.
-pub fn convert_machine(machine: &mapi::Machine, infra: &AwsInfrastructure) -> ConversionResult<CapiMachine> {
+/// `failureDomain` and the bootstrap secret from the providerSpec; the cluster name and
+/// label from the infrastructure; `cluster.x-k8s.io/set-name` when a MachineSet owns it.
+/// Set: finalizer `machine.cluster.x-k8s.io`, node deletion timeout 10 s. Ignored:
+/// `spec.authoritativeAPI` (the sync's own state). The providerSpec is the platform's.
+pub fn machine<P: Provider>(provider: &P, machine: &mapi::Machine) -> ConversionResult<CapiParts<P::Spec>> {
     let mut report = Report::default();
     let name = machine.metadata.name.clone().unwrap_or_default();
-    let owner = owner(machine, infra, &mut report);
+    let owner = owner(machine, provider.cluster_name(), &mut report);
     let control_plane = is_control_plane(machine.metadata.labels.as_ref());
     let converted = convert_spec(
+        provider,
         &machine.spec,
-        &name,
-        infra,
         control_plane,
         &FieldPath::new("spec"),
         &mut report,
@@ -93,7 +87,7 @@ pub fn convert_machine(machine: &mapi::Machine, infra: &AwsInfrastructure) -> Co
 
     let mut labels = meta::labels_to_capi(machine.metadata.labels.as_ref());
     labels.extend(converted.node_labels);
-    labels.insert(CLUSTER_NAME_LABEL.to_owned(), infra.infrastructure_name.clone());
+    labels.insert(CLUSTER_NAME_LABEL.to_owned(), provider.cluster_name().to_owned());
     if let CapiOwner::MachineSet { name } = &owner {
         labels.insert(SET_NAME_LABEL.to_owned(), name.clone());
     }
@@ -101,22 +95,17 @@ pub fn convert_machine(machine: &mapi::Machine, infra: &AwsInfrastructure) -> Co
     annotations.extend(converted.node_annotations);
 
     let mut spec = converted.spec;
-    let mut aws_spec = converted.aws_spec;
+    let mut infra_spec = converted.infra_spec;
     if let Some(provider_id) = &machine.spec.provider_id {
-        match instance_id(provider_id) {
-            Some(instance) => {
-                aws_spec.instance_id = Some(instance.to_owned());
-                aws_spec.provider_id = Some(provider_id.clone());
-            }
-            None => report.error(FieldError::invalid(
-                FieldPath::new("spec.providerID"),
-                provider_id,
-                "no EC2 instance ID (i-…) in the providerID",
-            )),
-        }
+        provider.set_provider_id(
+            provider_id,
+            &mut infra_spec,
+            &FieldPath::new("spec.providerID"),
+            &mut report,
+        );
         spec.provider_id = Some(provider_id.clone());
     }
-
+    spec.infrastructure_ref = infra_ref(provider.kinds().machine, &name, provider);
     let capi_machine = capi::Machine {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -129,36 +118,33 @@ pub fn convert_machine(machine: &mapi::Machine, infra: &AwsInfrastructure) -> Co
         spec,
         status: None,
     };
-    let aws_machine = AwsMachine {
-        metadata: ObjectMeta {
-            name: Some(name),
-            namespace: Some(CAPI_NAMESPACE.to_owned()),
-            labels: meta::non_empty(labels),
-            annotations: meta::non_empty(annotations),
-            ..ObjectMeta::default()
-        },
-        spec: aws_spec,
-        status: None,
+    let infra_meta = ObjectMeta {
+        name: Some(name),
+        namespace: Some(CAPI_NAMESPACE.to_owned()),
+        labels: meta::non_empty(labels),
+        annotations: meta::non_empty(annotations),
+        ..ObjectMeta::default()
     };
-    report.finish(CapiMachine {
+    report.finish(CapiParts {
         machine: capi_machine,
-        aws_machine,
+        infra_meta,
+        infra_spec,
         owner,
     })
 }
 
-/// Converts a MAPI MachineSet with an AWS providerSpec in its template.
+/// Converts a MAPI MachineSet.
 ///
 /// The CAPI MachineSet gets the set's labels and annotations (converted as for a Machine)
 /// with the cluster-name label, its replicas, its selector (labels converted as for a
 /// Machine), `deletion.order` from `deletePolicy` (`Random` when unset, Cluster API's
 /// default), `minReadySeconds` in the template, and a template whose metadata merges the
 /// template's labels and annotations with the machine-level ones a Machine conversion
-/// produces. The template's `AWSMachine` spec becomes the `AWSMachineTemplate`.
-pub fn convert_machine_set(
+/// produces. The template's providerSpec becomes the infrastructure template.
+pub fn machine_set<P: Provider>(
+    provider: &P,
     set: &mapi::MachineSet,
-    infra: &AwsInfrastructure,
-) -> ConversionResult<CapiMachineSet> {
+) -> ConversionResult<CapiSetParts<P::Spec>> {
     let mut report = Report::default();
     let name = set.metadata.name.clone().unwrap_or_default();
     let template_path = FieldPath::new("spec.template");
@@ -179,63 +165,39 @@ pub fn convert_machine_set(
     }
     let control_plane = is_control_plane(template_meta.labels.as_ref());
     let converted = convert_spec(
+        provider,
         &machine_spec,
-        &name,
-        infra,
         control_plane,
         &template_path.child("spec"),
         &mut report,
     );
-
-    let aws_spec_json = serde_json::to_vec(&converted.aws_spec).unwrap_or_default();
-    let template_name = template_name(&name, &aws_spec_json);
-    let template_spec = retype_json::<capa::awsmachinetemplates::AwsMachineTemplateTemplateSpec>(
-        &aws_spec_json,
-        &template_path.child("spec").child("providerSpec").child("value"),
-        &mut report,
+    let template_name = template_name(
+        &name,
+        &serde_json::to_vec(&converted.infra_spec).unwrap_or_default(),
     );
-    let aws_template = AwsMachineTemplate {
-        metadata: ObjectMeta {
-            name: Some(template_name.clone()),
-            namespace: Some(CAPI_NAMESPACE.to_owned()),
-            labels: Some(Map::from([(MACHINESET_LABEL.to_owned(), name.clone())])),
-            ..ObjectMeta::default()
-        },
-        spec: AwsMachineTemplateSpec {
-            template: capa::awsmachinetemplates::AwsMachineTemplateTemplate {
-                metadata: None,
-                spec: template_spec,
-            },
-        },
-        status: None,
-    };
 
     let mut machine_spec = converted.spec;
-    machine_spec.infrastructure_ref = ContractVersionedObjectReference {
-        api_group: capa::GROUP.to_owned(),
-        kind: capa::AWS_MACHINE_TEMPLATE_KIND.to_owned(),
-        name: template_name,
-    };
+    machine_spec.infrastructure_ref = infra_ref(provider.kinds().template, &template_name, provider);
     machine_spec.min_ready_seconds = set.spec.min_ready_seconds.filter(|s| *s != 0);
-
+    let cluster = provider.cluster_name().to_owned();
     let mut template_labels = meta::labels_to_capi(template_meta.labels.as_ref());
     template_labels.extend(converted.node_labels);
-    template_labels.insert(CLUSTER_NAME_LABEL.to_owned(), infra.infrastructure_name.clone());
+    template_labels.insert(CLUSTER_NAME_LABEL.to_owned(), cluster.clone());
     let mut template_annotations = meta::annotations_to_capi(template_meta.annotations.as_ref());
     template_annotations.extend(converted.node_annotations);
-
     let mut labels = meta::labels_to_capi(set.metadata.labels.as_ref());
-    labels.insert(CLUSTER_NAME_LABEL.to_owned(), infra.infrastructure_name.clone());
+    labels.insert(CLUSTER_NAME_LABEL.to_owned(), cluster.clone());
+
     let machine_set = capi::MachineSet {
         metadata: ObjectMeta {
-            name: Some(name),
+            name: Some(name.clone()),
             namespace: Some(CAPI_NAMESPACE.to_owned()),
             labels: Some(labels),
             annotations: meta::non_empty(meta::annotations_to_capi(set.metadata.annotations.as_ref())),
             ..ObjectMeta::default()
         },
         spec: capi::MachineSetSpec {
-            cluster_name: infra.infrastructure_name.clone(),
+            cluster_name: cluster,
             replicas: set.spec.replicas,
             selector: selector_to_capi(&set.spec.selector),
             machine_naming: None,
@@ -258,13 +220,20 @@ pub fn convert_machine_set(
         },
         status: None,
     };
-    report.finish(CapiMachineSet {
+    let template_meta = ObjectMeta {
+        name: Some(template_name),
+        namespace: Some(CAPI_NAMESPACE.to_owned()),
+        labels: Some(Map::from([(MACHINESET_LABEL.to_owned(), name)])),
+        ..ObjectMeta::default()
+    };
+    report.finish(CapiSetParts {
         machine_set,
-        template: aws_template,
+        template_meta,
+        template_spec: converted.infra_spec,
     })
 }
 
-/// The owner reference an `AWSMachine` needs to its CAPI Machine (controller,
+/// The owner reference an infrastructure machine needs to its CAPI Machine (controller,
 /// blockOwnerDeletion), once the Machine exists (it needs its uid).
 pub fn infra_machine_owner(machine: &capi::Machine) -> Option<OwnerReference> {
     let uid = machine.metadata.uid.clone()?;
@@ -301,24 +270,31 @@ pub fn machine_owner_reference(owner: &CapiOwner, uid: &str) -> OwnerReference {
     }
 }
 
+fn infra_ref<P: Provider>(kind: &str, name: &str, provider: &P) -> ContractVersionedObjectReference {
+    ContractVersionedObjectReference {
+        api_group: provider.kinds().group.to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
 /// What a Machine spec (standalone or a MachineSet's template) converts to.
-struct ConvertedSpec {
+struct ConvertedSpec<S> {
     spec: capi::MachineSpec,
-    aws_spec: AwsMachineSpec,
+    infra_spec: S,
     /// `spec.metadata.labels`: CAPI keeps them on the Machine itself.
     node_labels: Map,
     /// `spec.metadata.annotations` and the lifecycle hooks.
     node_annotations: Map,
 }
 
-fn convert_spec(
+fn convert_spec<P: Provider>(
+    provider: &P,
     spec: &mapi::MachineSpec,
-    name: &str,
-    infra: &AwsInfrastructure,
     control_plane: bool,
     path: &FieldPath,
     report: &mut Report,
-) -> ConvertedSpec {
+) -> ConvertedSpec<P::Spec> {
     meta::reject_meta_identity(spec.metadata.as_ref(), &path.child("metadata"), report);
     if spec.taints.as_ref().is_some_and(|t| !t.is_empty()) {
         report.error(FieldError::unsupported(
@@ -328,34 +304,24 @@ fn convert_spec(
         ));
     }
     let provider_path = path.child("providerSpec").child("value");
-    let context = aws::Context { infra, control_plane };
     // A providerSpec that does not parse is one error; its fields are not checked further.
-    let provider = parse_provider(spec, &provider_path, report);
-    let aws_spec = provider
-        .as_ref()
-        .map(|provider| aws::to_aws_machine_spec(provider, &context, &provider_path, report))
+    let InfraSpec {
+        spec: infra_spec,
+        failure_domain,
+        user_data_secret,
+    } = parse_provider(provider, spec, &provider_path, report)
+        .map(|config| provider.to_infra_spec(&config, control_plane, &provider_path, report))
         .unwrap_or_default();
-    let provider = provider.unwrap_or_default();
     let node_meta = spec.metadata.clone().unwrap_or_default();
     let mut node_annotations = node_meta.annotations.unwrap_or_default();
     meta::lifecycle_hooks_to_annotations(spec.lifecycle_hooks.as_ref(), &mut node_annotations);
     let capi_spec = capi::MachineSpec {
-        cluster_name: infra.infrastructure_name.clone(),
+        cluster_name: provider.cluster_name().to_owned(),
         bootstrap: Bootstrap {
             config_ref: None,
-            data_secret_name: provider
-                .user_data_secret
-                .as_ref()
-                .map(|s| s.name.clone())
-                .filter(|n| !n.is_empty()),
+            data_secret_name: user_data_secret.filter(|n| !n.is_empty()),
         },
-        infrastructure_ref: ContractVersionedObjectReference {
-            api_group: capa::GROUP.to_owned(),
-            kind: capa::AWS_MACHINE_KIND.to_owned(),
-            name: name.to_owned(),
-        },
-        failure_domain: (!provider.placement.availability_zone.is_empty())
-            .then(|| provider.placement.availability_zone.clone()),
+        failure_domain: failure_domain.filter(|zone| !zone.is_empty()),
         deletion: Some(MachineDeletionSpec {
             node_deletion_timeout_seconds: Some(NODE_DELETION_TIMEOUT_SECONDS),
             ..MachineDeletionSpec::default()
@@ -364,94 +330,113 @@ fn convert_spec(
     };
     ConvertedSpec {
         spec: capi_spec,
-        aws_spec,
+        infra_spec,
         node_labels: node_meta.labels.unwrap_or_default(),
         node_annotations,
     }
 }
 
-/// The AWS providerSpec of `spec`, with every field the type does not know reported.
+/// The platform's providerSpec of `spec`, with every field its type does not know
+/// reported.
 ///
 /// One typed decode of the providerSpec's text finds its unknown fields too
 /// ([`decode`]); a providerSpec that does not decode is looked at again for its kind (a
 /// foreign kind is the error to report, not the field that does not fit).
-pub(crate) fn parse_provider(
+pub(crate) fn parse_provider<P: Provider>(
+    provider: &P,
     spec: &mapi::MachineSpec,
     path: &FieldPath,
     report: &mut Report,
-) -> Option<AwsMachineProviderConfig> {
+) -> Option<P::Config> {
+    let expected = provider.provider_spec_kind();
+    let platform = provider.kinds().platform;
     let Some(raw) = spec.provider_spec.as_ref().and_then(|p| p.value.as_ref()) else {
         report.error(FieldError::required(
             path.clone(),
-            "an AWS providerSpec is required",
+            format!("a providerSpec ({}) is required", expected.kind),
         ));
         return None;
     };
-    match decode::<AwsMachineProviderConfig>(raw.as_str(), path) {
+    // kind and apiVersion only: the full decode below is the one that costs.
+    let header: Header = raw.parse().unwrap_or_default();
+    if !check_kind(provider, &header, path, report) {
+        return None;
+    }
+    match decode::<P::Config>(raw.as_str(), path) {
         Ok(Decoded { value, unknown }) => {
-            if !check_kind(
-                value.kind.as_deref().unwrap_or_default(),
-                value.api_version.as_deref().unwrap_or_default(),
-                path,
-                report,
-            ) {
-                return None;
-            }
             for unknown in unknown {
                 report.error(FieldError::forbidden(
                     unknown,
-                    "not a field of AWSMachineProviderConfig; it would be lost",
+                    format!("not a field of {}; it would be lost", expected.kind),
                 ));
             }
             Some(value)
         }
         Err(error) => {
-            let value = raw.to_value();
-            let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-            if check_kind(text("kind"), text("apiVersion"), path, report) {
-                report.error(FieldError::invalid(
-                    error.path,
-                    error.message,
-                    "not a valid AWS providerSpec field",
-                ));
-            }
+            report.error(FieldError::invalid(
+                error.path,
+                error.message,
+                format!("not a valid {platform} providerSpec field"),
+            ));
             None
         }
     }
 }
 
+/// A providerSpec's type header.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Header {
+    #[serde(default)]
+    kind: Option<Value>,
+    #[serde(default)]
+    api_version: Option<Value>,
+}
+
 /// Whether a providerSpec of this `kind` converts (else the error is reported); an
 /// unknown `apiVersion` is reported too, but does not stop the conversion's checks.
-fn check_kind(kind: &str, api_version: &str, path: &FieldPath, report: &mut Report) -> bool {
-    if kind != provider::PROVIDER_CONFIG_KIND {
+fn check_kind<P: Provider>(provider: &P, header: &Header, path: &FieldPath, report: &mut Report) -> bool {
+    let expected = provider.provider_spec_kind();
+    let text = |value: &Option<Value>| {
+        value
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let kind = text(&header.kind);
+    if kind != expected.kind {
         report.error(FieldError::unsupported(
             path.child("kind"),
             kind,
             format!(
-                "only {} (AWS) providerSpecs are supported",
-                provider::PROVIDER_CONFIG_KIND
+                "only {} ({}) providerSpecs are supported",
+                expected.kind,
+                provider.kinds().platform
             ),
         ));
         return false;
     }
-    if !api_version.is_empty() && !provider::PROVIDER_API_VERSIONS.contains(&api_version) {
+    let api_version = text(&header.api_version);
+    if !api_version.is_empty() && !expected.api_versions.contains(&api_version.as_str()) {
         report.error(FieldError::unsupported(
             path.child("apiVersion"),
             api_version,
-            format!("must be one of {:?}", provider::PROVIDER_API_VERSIONS),
+            format!("must be one of {:?}", expected.api_versions),
         ));
     }
     true
 }
 
 /// Where a MAPI Machine's CAPI mirror belongs, from its owner references.
-fn owner(machine: &mapi::Machine, infra: &AwsInfrastructure, report: &mut Report) -> CapiOwner {
+fn owner(machine: &mapi::Machine, cluster: &str, report: &mut Report) -> CapiOwner {
     let owners = machine.metadata.owner_references.as_deref().unwrap_or_default();
     let path = FieldPath::new("metadata.ownerReferences");
+    let cluster_owner = || CapiOwner::Cluster {
+        name: cluster.to_owned(),
+    };
     match owners {
-        [] => CapiOwner::Cluster {
-            name: infra.infrastructure_name.clone(),
-        },
+        [] => cluster_owner(),
         [only]
             if only.kind == "MachineSet"
                 && only.api_version == format!("{}/{}", mapi::GROUP, mapi::VERSION) =>
@@ -466,9 +451,7 @@ fn owner(machine: &mapi::Machine, infra: &AwsInfrastructure, report: &mut Report
                 &only.name,
                 "conversion of control plane machines owned by control plane machine set is currently not supported",
             ));
-            CapiOwner::Cluster {
-                name: infra.infrastructure_name.clone(),
-            }
+            cluster_owner()
         }
         [only] => {
             report.error(FieldError::unsupported(
@@ -476,9 +459,7 @@ fn owner(machine: &mapi::Machine, infra: &AwsInfrastructure, report: &mut Report
                 format!("{}/{}", only.api_version, only.kind),
                 "only a Machine API MachineSet may own a Machine that is converted",
             ));
-            CapiOwner::Cluster {
-                name: infra.infrastructure_name.clone(),
-            }
+            cluster_owner()
         }
         _ => {
             report.error(FieldError::unsupported(
@@ -486,9 +467,7 @@ fn owner(machine: &mapi::Machine, infra: &AwsInfrastructure, report: &mut Report
                 owners.len(),
                 "a Machine with more than one owner cannot be converted",
             ));
-            CapiOwner::Cluster {
-                name: infra.infrastructure_name.clone(),
-            }
+            cluster_owner()
         }
     }
 }
@@ -500,71 +479,12 @@ fn is_control_plane(labels: Option<&Map>) -> bool {
         .is_some_and(|role| role == "master")
 }
 
-/// The EC2 instance ID at the end of a providerID (`aws:///us-east-1a/i-0abc…`).
-fn instance_id(provider_id: &str) -> Option<&str> {
-    let last = provider_id.rsplit('/').next().unwrap_or_default();
-    last.find("i-")
-        .map(|start| &last[start..])
-        .filter(|id| id.len() > 2)
-}
-
-fn selector_to_capi(selector: &LabelSelector) -> LabelSelector {
+pub(crate) fn selector_to_capi(selector: &LabelSelector) -> LabelSelector {
     LabelSelector {
         match_labels: selector
             .match_labels
             .as_ref()
             .map(|labels| meta::labels_to_capi(Some(labels))),
         match_expressions: selector.match_expressions.clone(),
-    }
-}
-
-/// The same JSON shape as another generated type (`AWSMachine.spec` and
-/// `AWSMachineTemplate.spec.template.spec` are one schema, generated twice).
-/// `tests/crd_drift.rs` pins the two schemas to each other, so this cannot fail unless
-/// they part ways; if they do, the field is reported rather than defaulted.
-pub(crate) fn retype<From: serde::Serialize, To: serde::de::DeserializeOwned + Default>(
-    value: &From,
-    path: &FieldPath,
-    report: &mut Report,
-) -> To {
-    // Through compact text: one buffer, where a `Value` tree allocates every node.
-    match serde_json::to_vec(value) {
-        Ok(json) => retype_json(&json, path, report),
-        Err(error) => retype_failed(&error, path, report),
-    }
-}
-
-/// [`retype`] from the JSON text of the value (when the caller has it already).
-pub(crate) fn retype_json<To: serde::de::DeserializeOwned + Default>(
-    json: &[u8],
-    path: &FieldPath,
-    report: &mut Report,
-) -> To {
-    serde_json::from_slice(json).unwrap_or_else(|error| retype_failed(&error, path, report))
-}
-
-fn retype_failed<To: Default>(error: &serde_json::Error, path: &FieldPath, report: &mut Report) -> To {
-    report.error(FieldError::invalid(
-        path.clone(),
-        error.to_string(),
-        "AWSMachine and AWSMachineTemplate specs differ in this build",
-    ));
-    To::default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instance_ids_come_from_the_end_of_the_provider_id() {
-        assert_eq!(
-            instance_id("aws:///us-east-1a/i-0123456789abcdef0"),
-            Some("i-0123456789abcdef0")
-        );
-        assert_eq!(instance_id("i-1"), Some("i-1"));
-        assert_eq!(instance_id("aws:///us-east-1a/"), None);
-        assert_eq!(instance_id("aws:///us-east-1a/i-"), None);
-        assert_eq!(instance_id("gce://p/z/n"), None);
     }
 }

@@ -11,9 +11,9 @@ use crate::aws::provider::{
     DynamicHostAllocationSpec, EbsBlockDeviceSpec, Filter, HostPlacement, LocalObjectReference,
     MetadataServiceOptions, Placement, SpotMarketOptions, TagSpecification,
 };
+use crate::aws::to_capi::DEFAULT_CREDENTIALS_SECRET;
 use crate::errors::{FieldError, FieldPath, Report};
 use crate::infrastructure::{AwsInfrastructure, IpFamily};
-use crate::mapi_to_capi::DEFAULT_CREDENTIALS_SECRET;
 
 /// What the providerSpec takes from the CAPI Machine rather than the `AWSMachine`.
 pub(crate) struct MachineFacts<'a> {
@@ -299,7 +299,7 @@ fn reject_unsupported(
             infra.ip_family,
             IpFamily::DualStackIPv4Primary | IpFamily::DualStackIPv6Primary
         );
-        if !dual_stack || dns != &crate::mapi_to_capi::dual_stack_dns_name() {
+        if !dual_stack || dns != &crate::aws::to_capi::dual_stack_dns_name() {
             report.error(FieldError::unsupported(
                 path.child("privateDnsName"),
                 dns,
