@@ -453,10 +453,10 @@ impl Apis {
 pub(crate) async fn warn_conversion<P: sync_core::SyncPair>(
     ctx: &SyncContext<P>,
     on: k8s_openapi::api::core::v1::ObjectReference,
-    warnings: &[String],
+    warnings: &[crate::sync::Warning],
 ) {
     for warning in warnings {
-        ctx.warn(&on, "ConversionWarning", warning.clone()).await;
+        ctx.warn(&on, "ConversionWarning", warning.to_string()).await;
     }
 }
 

@@ -226,7 +226,7 @@ async fn bad_input_is_a_clear_error_naming_the_document() {
              status: {infrastructureName: x, platformStatus: {type: GCP}}\n---\n\
              apiVersion: machine.openshift.io/v1beta1\nkind: Machine\nmetadata: {name: m}\nspec: {}\n",
             "<stdin> document 1 (Infrastructure cluster): not an Infrastructure the conversion can use: \
-             infrastructure.status.platformStatus.type: Unsupported value: \"GCP\": only the AWS platform can be converted",
+             infrastructure.status.platformStatus.type: Unsupported value: \"GCP\": no Machine API ⇄ Cluster API conversion for this platform",
         ),
         (
             &["--infrastructure", infra],

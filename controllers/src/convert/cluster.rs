@@ -7,7 +7,6 @@ use serde_json::Value;
 use sync_core::api::{Infrastructure, capi, infrastructure, mapi};
 
 use super::input::{Direction, Inputs, Origin};
-use conversion::aws::capa;
 
 /// What went wrong talking to the cluster.
 #[derive(Debug, thiserror::Error)]
@@ -43,24 +42,32 @@ pub async fn read_objects(
 ) -> Result<Vec<String>, ClusterError> {
     let kinds: Vec<GroupVersionKind> = match direction {
         Direction::MapiToCapi => vec![gvk::<mapi::MachineSet>(), gvk::<mapi::Machine>()],
-        Direction::CapiToMapi => vec![
-            gvk::<capi::MachineSet>(),
-            gvk::<capi::Machine>(),
-            GroupVersionKind::gvk(capa::GROUP, capa::VERSION, capa::AWS_MACHINE_KIND),
-            GroupVersionKind::gvk(capa::GROUP, capa::VERSION, capa::AWS_MACHINE_TEMPLATE_KIND),
-        ],
+        Direction::CapiToMapi => vec![gvk::<capi::MachineSet>(), gvk::<capi::Machine>()]
+            .into_iter()
+            .chain(conversion::platform::ALL.iter().flat_map(|p| {
+                [
+                    GroupVersionKind::gvk(p.group, p.version, p.machine),
+                    GroupVersionKind::gvk(p.group, p.version, p.template),
+                ]
+            }))
+            .collect(),
     };
+    let optional = |kind: &GroupVersionKind| kind.group == conversion::aws::capa::GROUP;
     let mut errors = Vec::new();
     for kind in kinds {
         let resource = ApiResource::from_gvk(&kind);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|source| ClusterError::Api {
-                what: format!("listing {}s in {namespace}", kind.kind),
-                source,
-            })?;
+        let list = match api.list(&ListParams::default()).await {
+            Ok(list) => list,
+            // Another platform's kinds are not served here.
+            Err(kube::Error::Api(status)) if status.code == 404 && optional(&kind) => continue,
+            Err(source) => {
+                return Err(ClusterError::Api {
+                    what: format!("listing {}s in {namespace}", kind.kind),
+                    source,
+                });
+            }
+        };
         for (index, object) in list.items.into_iter().enumerate() {
             let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
             // Lists carry no per-item type.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use conversion::aws::capa::{self, AwsMachine, AwsMachineTemplate};
+use kube::api::DynamicObject;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sync_core::api::{Infrastructure, capi, infrastructure, mapi};
@@ -50,10 +50,11 @@ pub struct Inputs {
     pub capi_machines: Vec<(Origin, capi::Machine)>,
     /// Cluster API MachineSets.
     pub capi_machine_sets: Vec<(Origin, capi::MachineSet)>,
-    /// AWSMachines (the infrastructure of CAPI Machines).
-    pub aws_machines: Vec<(Origin, AwsMachine)>,
-    /// AWSMachineTemplates (the infrastructure of CAPI MachineSets).
-    pub aws_machine_templates: Vec<(Origin, AwsMachineTemplate)>,
+    /// Infrastructure machines of any converted platform (e.g. AWSMachines, the
+    /// infrastructure of CAPI Machines).
+    pub infra_machines: Vec<(Origin, DynamicObject)>,
+    /// Infrastructure machine templates (e.g. AWSMachineTemplates, of CAPI MachineSets).
+    pub infra_templates: Vec<(Origin, DynamicObject)>,
     /// Infrastructure objects.
     pub infrastructures: Vec<(Origin, Infrastructure)>,
 }
@@ -126,7 +127,16 @@ impl Inputs {
         }
         let mapi_version = format!("{}/{}", mapi::GROUP, mapi::VERSION);
         let capi_version = format!("{}/{}", capi::GROUP, capi::VERSION);
-        let capa_version = format!("{}/{}", capa::GROUP, capa::VERSION);
+        let infra_machine = |v: &str, k: &str| {
+            conversion::platform::ALL
+                .iter()
+                .any(|p| p.api_version() == v && p.machine == k)
+        };
+        let infra_template = |v: &str, k: &str| {
+            conversion::platform::ALL
+                .iter()
+                .any(|p| p.api_version() == v && p.template == k)
+        };
         let infra_version = format!("{}/{}", infrastructure::GROUP, infrastructure::VERSION);
         match (direction, api_version.as_str(), kind.as_str()) {
             (_, v, "Infrastructure") if v == infra_version => push(&mut self.infrastructures, origin, value),
@@ -142,11 +152,11 @@ impl Inputs {
             (Direction::CapiToMapi, v, "MachineSet") if v == capi_version => {
                 push(&mut self.capi_machine_sets, origin, value)
             }
-            (Direction::CapiToMapi, v, "AWSMachine") if v == capa_version => {
-                push(&mut self.aws_machines, origin, value)
+            (Direction::CapiToMapi, v, k) if infra_machine(v, k) => {
+                push(&mut self.infra_machines, origin, value)
             }
-            (Direction::CapiToMapi, v, "AWSMachineTemplate") if v == capa_version => {
-                push(&mut self.aws_machine_templates, origin, value)
+            (Direction::CapiToMapi, v, k) if infra_template(v, k) => {
+                push(&mut self.infra_templates, origin, value)
             }
             (Direction::MapiToCapi, ..) => Err(format!(
                 "{api_version} {kind} cannot be converted to Cluster API: expected {mapi_version} Machine or \
@@ -154,10 +164,25 @@ impl Inputs {
             )),
             (Direction::CapiToMapi, ..) => Err(format!(
                 "{api_version} {kind} cannot be converted to the Machine API: expected {capi_version} Machine or \
-                 MachineSet, {capa_version} AWSMachine or AWSMachineTemplate (or {infra_version} Infrastructure)"
+                 MachineSet, an infrastructure machine or template ({}) (or {infra_version} Infrastructure)",
+                infra_kinds()
             )),
         }
     }
+}
+
+/// `infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine, …` for every converted platform.
+fn infra_kinds() -> String {
+    conversion::platform::ALL
+        .iter()
+        .flat_map(|p| {
+            [
+                format!("{} {}", p.api_version(), p.machine),
+                format!("{} {}", p.api_version(), p.template),
+            ]
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn push<T: DeserializeOwned>(

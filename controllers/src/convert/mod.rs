@@ -15,7 +15,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use conversion::AwsInfrastructure;
 use sync_core::api::Infrastructure;
 
 use self::input::{Direction, Inputs, Origin};
@@ -163,20 +162,19 @@ async fn run_inner(
     }
 
     let (origin, infrastructure) = infrastructure(args, &inputs, client.as_ref()).await?;
-    let mut infra = AwsInfrastructure::from_infrastructure(&infrastructure)
-        .map_err(|e| format!("{origin}: not an Infrastructure the conversion can use: {e}"))?;
-    // From a cluster, its AWSCluster; offline, the installer's is assumed.
+    // From a cluster, its infrastructure cluster object; offline, the installer's is assumed.
+    let mut facts = crate::sync::Cluster::from_infrastructure(infrastructure);
     if let Some(connection) = &client {
-        let mut facts = crate::sync::Cluster::from_infrastructure(infrastructure.clone());
         facts
             .read_infra_cluster(&connection.client, conversion::names::CAPI_NAMESPACE)
             .await;
-        crate::platform::with_aws_cluster(&mut infra, &facts.infra_cluster);
     }
+    let platform = crate::platform::for_cluster(&facts)
+        .map_err(|e| format!("{origin}: not an Infrastructure the conversion can use: {e}"))?;
 
     let outcome = match direction {
-        Direction::MapiToCapi => plan::to_capi(&inputs, &infra),
-        Direction::CapiToMapi => plan::to_mapi(&inputs, &infra),
+        Direction::MapiToCapi => plan::to_capi(&inputs, platform.as_ref()),
+        Direction::CapiToMapi => plan::to_mapi(&inputs, platform.as_ref()),
     };
     if outcome.results.is_empty() {
         return Err("no Machine or MachineSet in the input".to_owned());

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use conversion::{AwsInfrastructure, ConversionErrors, ConversionResult};
-use conversion::aws::{to_capi, to_mapi};
+use conversion::platform::Platform;
+use conversion::{ConversionErrors, ConversionResult};
+use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -123,79 +124,102 @@ impl Outcome {
     }
 }
 
+/// An object as the migration would create it: without status (its controller writes it).
 fn to_value<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+    let mut value = serde_json::to_value(value).unwrap_or(Value::Null);
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("status");
+    }
+    value
 }
 
-/// Machine API → Cluster API: a CAPI Machine and AWSMachine per Machine, a CAPI MachineSet
-/// and AWSMachineTemplate per MachineSet.
-pub fn to_capi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
+/// The input object `reference` names, beside `namespace`; marks it used.
+fn find<'a>(
+    objects: &'a [(Origin, DynamicObject)],
+    used: &mut [bool],
+    reference: &sync_core::api::ContractVersionedObjectReference,
+    namespace: Option<&String>,
+) -> Option<&'a DynamicObject> {
+    let index = objects.iter().position(|(_, o)| {
+        o.metadata.name.as_ref() == Some(&reference.name)
+            && o.metadata.namespace.as_ref() == namespace
+            && o.types.as_ref().is_some_and(|t| t.kind == reference.kind)
+    })?;
+    used[index] = true;
+    Some(&objects[index].1)
+}
+
+/// Machine API → Cluster API: a CAPI Machine and its infrastructure machine per Machine,
+/// a CAPI MachineSet and its infrastructure template per MachineSet.
+pub fn to_capi(inputs: &Inputs, platform: &dyn Platform) -> Outcome {
     let mut outcome = Outcome::default();
     for (origin, set) in &inputs.mapi_machine_sets {
-        outcome.record(origin, to_capi::convert_machine_set(set, infra), |c| {
-            vec![to_value(&c.machine_set), to_value(&c.template)]
+        outcome.record(origin, platform.machine_set_to_capi(set), |c| {
+            vec![to_value(&c.set), to_value(&c.template)]
         });
     }
     for (origin, machine) in &inputs.mapi_machines {
-        outcome.record(origin, to_capi::convert_machine(machine, infra), |c| {
-            vec![to_value(&c.machine), to_value(&c.aws_machine)]
+        outcome.record(origin, platform.machine_to_capi(machine), |c| {
+            vec![to_value(&c.machine), to_value(&c.infra)]
         });
     }
     outcome
 }
 
-/// Cluster API → Machine API: each CAPI Machine with the AWSMachine it references, each
-/// CAPI MachineSet with its AWSMachineTemplate.
-pub fn to_mapi(inputs: &Inputs, infra: &AwsInfrastructure) -> Outcome {
+/// Cluster API → Machine API: each CAPI Machine with the infrastructure machine it
+/// references, each CAPI MachineSet with its infrastructure template.
+pub fn to_mapi(inputs: &Inputs, platform: &dyn Platform) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut used_templates = vec![false; inputs.aws_machine_templates.len()];
+    let mut used_templates = vec![false; inputs.infra_templates.len()];
     for (origin, set) in &inputs.capi_machine_sets {
-        let wanted = &set.spec.template.spec.infrastructure_ref.name;
-        let found = inputs.aws_machine_templates.iter().position(|(_, t)| {
-            t.metadata.name.as_ref() == Some(wanted) && t.metadata.namespace == set.metadata.namespace
-        });
-        match found {
-            Some(index) => {
-                used_templates[index] = true;
-                let template = &inputs.aws_machine_templates[index].1;
-                outcome.record(origin, to_mapi::convert_machine_set(set, template, infra), |s| {
-                    vec![to_value(&s)]
-                });
-            }
+        let reference = &set.spec.template.spec.infrastructure_ref;
+        match find(
+            &inputs.infra_templates,
+            &mut used_templates,
+            reference,
+            set.metadata.namespace.as_ref(),
+        ) {
+            Some(template) => outcome.record(origin, platform.machine_set_to_mapi(set, template), |s| {
+                vec![to_value(&s)]
+            }),
             None => outcome.fail(
                 origin,
-                format!("spec.template.spec.infrastructureRef: its AWSMachineTemplate {wanted:?} is not in the input"),
+                format!(
+                    "spec.template.spec.infrastructureRef: its {} {:?} is not in the input",
+                    reference.kind, reference.name
+                ),
             ),
         }
     }
-    let mut used_machines = vec![false; inputs.aws_machines.len()];
+    let mut used_machines = vec![false; inputs.infra_machines.len()];
     for (origin, machine) in &inputs.capi_machines {
-        let wanted = &machine.spec.infrastructure_ref.name;
-        let found = inputs.aws_machines.iter().position(|(_, m)| {
-            m.metadata.name.as_ref() == Some(wanted) && m.metadata.namespace == machine.metadata.namespace
-        });
-        match found {
-            Some(index) => {
-                used_machines[index] = true;
-                let aws = &inputs.aws_machines[index].1;
-                outcome.record(origin, to_mapi::convert_machine(machine, aws, infra), |m| {
-                    vec![to_value(&m)]
-                });
-            }
+        let reference = &machine.spec.infrastructure_ref;
+        match find(
+            &inputs.infra_machines,
+            &mut used_machines,
+            reference,
+            machine.metadata.namespace.as_ref(),
+        ) {
+            Some(infra) => outcome.record(origin, platform.machine_to_mapi(machine, infra), |m| {
+                vec![to_value(&m)]
+            }),
             None => outcome.fail(
                 origin,
-                format!("spec.infrastructureRef: its AWSMachine {wanted:?} is not in the input"),
+                format!(
+                    "spec.infrastructureRef: its {} {:?} is not in the input",
+                    reference.kind, reference.name
+                ),
             ),
         }
     }
-    for ((origin, _), used) in inputs.aws_machines.iter().zip(used_machines) {
+    for ((origin, _), used) in inputs.infra_machines.iter().zip(used_machines) {
         if !used {
             outcome.notes.push(format!(
                 "{origin}: no Machine in the input refers to it; not converted"
             ));
         }
     }
-    for ((origin, _), used) in inputs.aws_machine_templates.iter().zip(used_templates) {
+    for ((origin, _), used) in inputs.infra_templates.iter().zip(used_templates) {
         if !used {
             outcome.notes.push(format!(
                 "{origin}: no MachineSet in the input refers to it; not converted"

@@ -21,17 +21,7 @@ pub struct Cluster {
     pub infra_cluster: InfraCluster,
 }
 
-/// What is known of the cluster's infrastructure cluster object.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum InfraCluster {
-    /// Not read (offline tools, tests): the conversion assumes the installer's.
-    #[default]
-    NotRead,
-    /// Read: the cluster has none (`namespace/name`, and why).
-    Missing(String),
-    /// Read: the object.
-    Found(serde_json::Value),
-}
+pub use conversion::platform::InfraCluster;
 
 impl Cluster {
     /// Reads `config.openshift.io/v1` `Infrastructure` `cluster`.
@@ -116,12 +106,12 @@ impl Cluster {
         client: &Client,
         capi_namespace: &str,
     ) -> Option<(Api<DynamicObject>, &'static str)> {
-        let kind = crate::platform::infra_cluster_kind(&self.platform)?;
-        let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
+        let kinds = conversion::platform::kinds(&self.platform)?;
+        let gvk = GroupVersionKind::gvk(kinds.group, kinds.version, kinds.cluster);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, kinds.cluster_plural);
         Some((
             Api::namespaced_with(client.clone(), capi_namespace, &resource),
-            kind.kind,
+            kinds.cluster,
         ))
     }
 
