@@ -1,1 +1,4 @@
-//! PowerVS: Machine API `PowerVSMachineProviderConfig` ⇄ Cluster API Provider IBM Cloud `IBMPowerVSMachine`.
+//! PowerVS: Machine API `PowerVSMachineProviderConfig` ⇄ Cluster API Provider IBM Cloud
+//! `IBMPowerVSMachine`.
+
+pub mod capibm;
