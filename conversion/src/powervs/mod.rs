@@ -2,3 +2,4 @@
 //! `IBMPowerVSMachine`.
 
 pub mod capibm;
+pub mod provider;
