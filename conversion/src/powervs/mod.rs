@@ -7,7 +7,6 @@
 
 // Nothing calls the `Provider` impl until the neutral Machine layer that takes a provider
 // is merged; remove this then.
-#![allow(dead_code, reason = "the neutral layer that calls Provider is not merged yet")]
 
 pub mod capibm;
 pub mod provider;
@@ -170,6 +169,7 @@ impl Provider for PowerVs {
 
     fn to_infra_status(
         &self,
+        _spec: &IbmPowerVsMachineSpec,
         status: &mapi::MachineStatus,
         now: &Time,
         report: &mut Report,

@@ -525,7 +525,7 @@ fn the_machine_status_becomes_the_infra_machine_status() {
     .unwrap_or_else(|e| panic!("{e}"));
     let mut report = Report::default();
     let infra =
-        serde_json::to_value(facts().to_infra_status(&status, &now(), &mut report)).unwrap_or_default();
+        serde_json::to_value(facts().to_infra_status(&Default::default(), &status, &now(), &mut report)).unwrap_or_default();
     assert!(report.finish(()).is_ok());
     for (pointer, expected) in [
         ("/instanceID", json!("vm-1")),
@@ -548,12 +548,12 @@ fn the_machine_status_becomes_the_infra_machine_status() {
         serde_json::from_value(json!({"providerStatus": {"instanceState": "BUILD"}}))
             .unwrap_or_else(|e| panic!("{e}"));
     let mut report = Report::default();
-    let infra = facts().to_infra_status(&building, &now(), &mut report);
+    let infra = facts().to_infra_status(&Default::default(), &building, &now(), &mut report);
     assert_eq!(infra.ready, Some(false));
     let bad: mapi::MachineStatus = serde_json::from_value(json!({"providerStatus": {"instanceId": 7}}))
         .unwrap_or_else(|e| panic!("{e}"));
     let mut report = Report::default();
-    facts().to_infra_status(&bad, &now(), &mut report);
+    facts().to_infra_status(&Default::default(), &bad, &now(), &mut report);
     let paths: Vec<String> = report
         .finish(())
         .err()
