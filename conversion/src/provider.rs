@@ -112,15 +112,27 @@ pub(crate) trait Provider: Send + Sync + 'static {
 
     /// The machine's `spec.providerID` into the infrastructure machine's spec (a template
     /// has none). The default copies nothing.
-    fn set_provider_id(&self, _provider_id: &str, _spec: &mut Self::Spec, _path: &FieldPath, _report: &mut Report) {}
+    fn set_provider_id(
+        &self,
+        _provider_id: &str,
+        _spec: &mut Self::Spec,
+        _path: &FieldPath,
+        _report: &mut Report,
+    ) {
+    }
 
     /// The labels the Machine API controller sets on a Machine of this spec
     /// (`machine.openshift.io/instance-type`, `region`, `zone`), for the CAPI → MAPI side.
     fn machine_labels(&self, spec: &Self::Spec, failure_domain: Option<&str>) -> Vec<(&'static str, String)>;
 
     /// Infrastructure machine spec → providerSpec.
-    fn to_config(&self, spec: &Self::Spec, facts: &MachineFacts<'_>, path: &FieldPath, report: &mut Report)
-    -> Self::Config;
+    fn to_config(
+        &self,
+        spec: &Self::Spec,
+        facts: &MachineFacts<'_>,
+        path: &FieldPath,
+        report: &mut Report,
+    ) -> Self::Config;
 
     /// MAPI Machine status → the infrastructure machine's status.
     fn to_infra_status(&self, status: &mapi::MachineStatus, now: &Time, report: &mut Report) -> Self::Status;
