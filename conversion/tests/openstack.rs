@@ -149,6 +149,7 @@ fn mapi_fields_map_to_the_openstack_machine() {
         (json!({"trunk": false}), "/trunk", Value::Null),
         (json!({"configDrive": true}), "/configDrive", json!(true)),
         (json!({"tags": ["a=b", "c"]}), "/tags", json!(["a=b", "c"])),
+        (json!({"tags": ["a", "b", "a"]}), "/tags", json!(["a", "b"])),
         (
             json!({"cloudName": "other"}),
             "/identityRef/cloudName",
@@ -294,7 +295,7 @@ fn mapi_ports_map_to_capo_ports() {
         ),
         // A network by UUID: one port, an address on each subnet, the tags of all.
         (
-            json!({"networks": [{"uuid": "net", "portTags": ["n"], "subnets": [{"uuid": "s1", "portTags": ["s"]}, {"filter": {"name": "s2", "ipVersion": 6, "gateway_ip": "fd00::1", "cidr": "fd00::/64", "ipv6AddressMode": "slaac", "ipv6RaMode": "slaac", "description": "d", "tenantId": "t", "notTags": "x"}}]}]}),
+            json!({"networks": [{"uuid": "net", "portTags": ["n"], "subnets": [{"uuid": "s1", "portTags": ["s", "n"]}, {"filter": {"name": "s2", "ipVersion": 6, "gateway_ip": "fd00::1", "cidr": "fd00::/64", "ipv6AddressMode": "slaac", "ipv6RaMode": "slaac", "description": "d", "tenantId": "t", "notTags": "x"}}]}]}),
             "/ports",
             json!([{"network": {"id": "net"}, "tags": ["n", "s"], "fixedIPs": [
                 {"subnet": {"id": "s1"}},
@@ -857,13 +858,18 @@ fn text() -> impl Strategy<Value = String> {
     "[a-z][a-z0-9-]{0,8}"
 }
 
+/// Distinct texts (tags are sets on the CAPO side).
+fn tags() -> impl Strategy<Value = Vec<String>> {
+    prop::collection::btree_set(text(), 0..3).prop_map(|tags| tags.into_iter().collect())
+}
+
 fn maybe(strategy: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
     prop_oneof![Just(String::new()), strategy]
 }
 
 /// A port on a network by UUID, with the fields that have one meaning on both sides.
 fn port() -> impl Strategy<Value = Value> {
-    (text(), maybe(text()), maybe(text()), proptest::option::of(any::<bool>()), proptest::option::of(any::<bool>()), prop::collection::vec(text(), 0..3), proptest::option::of(prop::collection::vec(text(), 0..2)))
+    (text(), maybe(text()), maybe(text()), proptest::option::of(any::<bool>()), proptest::option::of(any::<bool>()), tags(), proptest::option::of(prop::collection::vec(text(), 0..2)))
         .prop_map(|(network, suffix, subnet, admin, security, tags, groups)| {
             let mut port = json!({"networkID": network, "nameSuffix": suffix, "adminStateUp": admin, "portSecurity": security, "tags": tags, "securityGroups": groups});
             if !subnet.is_empty() {
@@ -877,26 +883,52 @@ fn port() -> impl Strategy<Value = Value> {
 /// comes back as.
 fn network() -> impl Strategy<Value = Value> {
     prop_oneof![
-        (text(), prop::collection::vec(text(), 0..3), any::<bool>()).prop_map(|(name, tags, no_pairs)| {
+        (text(), tags(), any::<bool>()).prop_map(|(name, tags, no_pairs)| {
             json!({"filter": {"name": name, "tags": tags.join(",")}, "portTags": tags, "noAllowedAddressPairs": no_pairs})
         }),
         (text(), maybe(text())).prop_map(|(subnet, vnic)| json!({"subnets": [{"uuid": subnet}], "vnicType": vnic})),
     ]
 }
 
+/// A security group by UUID or by name.
+fn group() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        text().prop_map(|id| json!({"uuid": id})),
+        text().prop_map(|name| json!({"name": name}))
+    ]
+}
+
+/// A local disk, or a volume with or without a type and zone.
+fn block_device() -> impl Strategy<Value = Value> {
+    (
+        text(),
+        1..100_i64,
+        proptest::option::of((maybe(text()), maybe(text()))),
+    )
+        .prop_map(|(name, size, volume)| {
+            let storage = match volume {
+                None => json!({"type": "Local"}),
+                Some((kind, zone)) => {
+                    json!({"type": "Volume", "volume": {"type": kind, "availabilityZone": zone}})
+                }
+            };
+            json!({"name": name, "sizeGiB": size, "storage": storage})
+        })
+}
+
 fn provider_spec() -> impl Strategy<Value = Value> {
     let volumes = proptest::option::of((1..500_i64, maybe(text()), maybe(text())));
     (
-        (text(), text(), maybe(text()), any::<bool>(), proptest::option::of(any::<bool>()), prop::collection::vec(text(), 0..3)),
+        (text(), text(), maybe(text()), any::<bool>(), proptest::option::of(any::<bool>()), tags()),
         (prop::collection::btree_map(text(), text(), 0..3), volumes, maybe(text()), maybe(text())),
-        (prop::collection::vec(port(), 0..3), prop::collection::vec(network(), 0..3), prop::collection::vec(text(), 0..3)),
+        (prop::collection::vec(port(), 0..3), prop::collection::vec(network(), 0..3), prop::collection::vec(group(), 0..3), prop::collection::vec(block_device(), 0..2)),
     )
-        .prop_map(|((flavor, image, key, trunk, drive, tags), (metadata, volume, group, zone), (ports, networks, groups))| {
+        .prop_map(|((flavor, image, key, trunk, drive, tags), (metadata, volume, group, zone), (ports, networks, groups, devices))| {
             let mut spec = patched(&json!({
                 "flavor": flavor, "keyName": key, "trunk": trunk, "configDrive": drive, "tags": tags,
                 "serverMetadata": metadata, "serverGroupName": group, "availabilityZone": zone,
                 "ports": ports, "networks": networks,
-                "securityGroups": groups.iter().map(|g| json!({"uuid": g})).collect::<Vec<_>>(),
+                "securityGroups": groups, "additionalBlockDevices": devices,
             }));
             match volume {
                 Some((size, kind, volume_zone)) => spec["rootVolume"] = json!({"diskSize": size, "volumeType": kind, "availabilityZone": volume_zone, "sourceUUID": image}),

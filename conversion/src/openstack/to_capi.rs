@@ -75,7 +75,7 @@ pub(crate) fn machine_spec(
                 .collect()
         }),
         ssh_key_name: non_empty(&config.key_name),
-        tags: (!config.tags.is_empty()).then(|| config.tags.clone()),
+        tags: ports::tag_set(config.tags.iter()),
         trunk: config.trunk.then_some(true),
         ..OpenStackMachineSpec::default()
     }
@@ -222,6 +222,19 @@ fn block_device(
     path: &FieldPath,
     report: &mut Report,
 ) -> OpenStackMachineAdditionalBlockDevices {
+    if device.name.is_empty() {
+        report.error(FieldError::required(
+            path.child("name"),
+            "a block device needs a name",
+        ));
+    }
+    if device.size_gib <= 0 {
+        report.error(FieldError::invalid(
+            path.child("sizeGiB"),
+            device.size_gib,
+            "must be at least 1",
+        ));
+    }
     let storage = &device.storage;
     let path = path.child("storage");
     let volume = match storage.type_.as_str() {

@@ -31,12 +31,7 @@ pub(crate) fn provider_spec(
         &path.child("ports"),
         report,
     );
-    let image = image(&spec.image, &path.child("image"), report);
-    let root_volume = spec.root_volume.as_ref().map(|volume| RootVolume {
-        // The Machine API provider boots a volume from sourceUUID, not from `image`.
-        source_uuid: image.clone(),
-        ..root_volume(volume, &path.child("rootVolume"), report)
-    });
+    let (image, root_volume) = image_and_volume(spec, path, report);
     let (cloud_name, clouds_secret) = identity(spec, &path.child("identityRef"), report);
     let (server_group_id, server_group_name) = server_group(spec, path, report);
     OpenstackProviderSpec {
@@ -124,6 +119,29 @@ fn flavor(spec: &OpenStackMachineSpec, path: &FieldPath, report: &mut Report) ->
         ));
     }
     flavor
+}
+
+/// `(image, rootVolume)`: the Machine API provider boots a volume from its `sourceUUID`
+/// (and ignores `image`), so with a root volume the image goes there.
+fn image_and_volume(
+    spec: &OpenStackMachineSpec,
+    path: &FieldPath,
+    report: &mut Report,
+) -> (String, Option<RootVolume>) {
+    let image = image(&spec.image, &path.child("image"), report);
+    match &spec.root_volume {
+        None => (image, None),
+        Some(volume) => {
+            let volume = root_volume(volume, &path.child("rootVolume"), report);
+            (
+                String::new(),
+                Some(RootVolume {
+                    source_uuid: image,
+                    ..volume
+                }),
+            )
+        }
+    }
 }
 
 /// The image, by name only (the Machine API provider looks images up by name).

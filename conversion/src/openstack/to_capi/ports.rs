@@ -79,7 +79,7 @@ fn from_port(port: &PortOpts, path: &FieldPath, report: &mut Report) -> OpenStac
         }),
         profile: profile(&port.profile, true, &path.child("profile"), report),
         security_groups: groups,
-        tags: (!port.tags.is_empty()).then(|| port.tags.clone()),
+        tags: tag_set(port.tags.iter()),
         trunk: port.trunk,
         vnic_type: non_empty(&port.vnic_type),
         ..OpenStackMachinePorts::default()
@@ -208,7 +208,7 @@ fn named_network_port(
     OpenStackMachinePorts {
         network: Some(capo_network),
         fixed_i_ps: (!fixed_ips.is_empty()).then_some(fixed_ips),
-        tags: (!tags.is_empty()).then_some(tags),
+        tags: tag_set(tags.iter()),
         ..common
     }
 }
@@ -230,12 +230,7 @@ fn subnet_ports(
     subnets
         .map(|(index, subnet)| {
             let path = path.child("subnets").index(index);
-            let tags: Vec<String> = network
-                .port_tags
-                .iter()
-                .chain(&subnet.port_tags)
-                .cloned()
-                .collect();
+            let tags = tag_set(network.port_tags.iter().chain(&subnet.port_tags));
             subnet_port_security(subnet, &path, report);
             let subnet_param = subnet_param(subnet, &path, report);
             OpenStackMachinePorts {
@@ -245,7 +240,7 @@ fn subnet_ports(
                         subnet: Some(subnet),
                     }]
                 }),
-                tags: (!tags.is_empty()).then_some(tags),
+                tags,
                 ..common.clone()
             }
         })
@@ -380,12 +375,24 @@ pub(super) fn project(project: &str, tenant: &str) -> Option<String> {
     non_empty(if project.is_empty() { tenant } else { project })
 }
 
-/// Comma-separated Neutron tags as a list (`None` for none).
+/// Tags in their first order without repeats: Nova and Neutron tags are sets, and CAPO's
+/// tag lists are `x-kubernetes-list-type: set` (a repeat would be refused).
+pub(super) fn tag_set<'a>(tags: impl Iterator<Item = &'a String>) -> Option<Vec<String>> {
+    let mut set: Vec<String> = Vec::new();
+    for tag in tags {
+        if !set.contains(tag) {
+            set.push(tag.clone());
+        }
+    }
+    (!set.is_empty()).then_some(set)
+}
+
+/// Comma-separated Neutron tags as a list (`None` for none), without repeats.
 pub(super) fn split_tags(tags: &str) -> Option<Vec<String>> {
     let tags: Vec<String> = tags
         .split(',')
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
         .collect();
-    (!tags.is_empty()).then_some(tags)
+    tag_set(tags.iter())
 }
