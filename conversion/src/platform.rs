@@ -24,7 +24,11 @@ pub use crate::provider::InfraKinds;
 use crate::provider::Provider;
 
 /// Every platform the conversion knows, by its `Infrastructure` platform type.
-pub const ALL: [&InfraKinds; 2] = [&crate::aws::KINDS, &crate::powervs::KINDS];
+pub const ALL: [&InfraKinds; 3] = [
+    &crate::aws::KINDS,
+    &crate::openstack::KINDS,
+    &crate::powervs::KINDS,
+];
 
 /// The kinds of a platform (`AWS`, `OpenStack`, `PowerVS`), if it converts.
 pub fn kinds(platform: &str) -> Option<&'static InfraKinds> {
@@ -64,6 +68,9 @@ pub fn for_cluster(
             }
             Ok(Arc::new(Adapter(infra)))
         }
+        crate::openstack::PLATFORM => Ok(Arc::new(Adapter(
+            crate::openstack::OpenStack::from_infrastructure(infrastructure)?,
+        ))),
         crate::powervs::PLATFORM => Ok(Arc::new(Adapter(crate::powervs::PowerVs::from_infrastructure(
             infrastructure,
         )?))),

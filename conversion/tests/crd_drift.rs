@@ -186,3 +186,30 @@ fn ibm_power_vs_machine_spec_is_the_template_spec() {
         "v1beta2",
     );
 }
+
+#[test]
+fn openstack_machine_matches_its_crd() {
+    assert_same_tree(
+        &conversion::openstack::capo::OpenStackMachine::crd(),
+        "capo/infrastructure.cluster.x-k8s.io_openstackmachines.yaml",
+        "v1beta1",
+    );
+}
+
+#[test]
+fn openstack_machine_template_matches_its_crd() {
+    assert_same_tree(
+        &conversion::openstack::capo::OpenStackMachineTemplate::crd(),
+        "capo/infrastructure.cluster.x-k8s.io_openstackmachinetemplates.yaml",
+        "v1beta1",
+    );
+}
+
+#[test]
+fn openstack_machine_spec_is_the_template_spec() {
+    assert_machine_spec_is_template_spec(
+        &conversion::openstack::capo::OpenStackMachine::crd(),
+        &conversion::openstack::capo::OpenStackMachineTemplate::crd(),
+        "v1beta1",
+    );
+}

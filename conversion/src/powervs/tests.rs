@@ -525,7 +525,8 @@ fn the_machine_status_becomes_the_infra_machine_status() {
     .unwrap_or_else(|e| panic!("{e}"));
     let mut report = Report::default();
     let infra =
-        serde_json::to_value(facts().to_infra_status(&Default::default(), &status, &now(), &mut report)).unwrap_or_default();
+        serde_json::to_value(facts().to_infra_status(&Default::default(), &status, &now(), &mut report))
+            .unwrap_or_default();
     assert!(report.finish(()).is_ok());
     for (pointer, expected) in [
         ("/instanceID", json!("vm-1")),
