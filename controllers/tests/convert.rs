@@ -429,3 +429,37 @@ async fn from_cluster_reads_kubectl_made_objects_both_ways() {
         assert_eq!(doc["apiVersion"], "machine.openshift.io/v1beta1");
     }
 }
+
+#[tokio::test]
+async fn every_platform_converts_both_ways_and_checks() {
+    // (platform folder, its infrastructure machine template kind)
+    for (platform, template_kind) in [
+        ("", "AWSMachineTemplate"),
+        ("openstack/", "OpenStackMachineTemplate"),
+        ("powervs/", "IBMPowerVSMachineTemplate"),
+    ] {
+        let infra = fixture(&format!("{platform}infrastructure.yaml"));
+        let set = fixture(&format!("{platform}installer-worker-machineset.yaml"));
+        let forward = convert(&["--infrastructure", path_str(&infra), path_str(&set)], None).await;
+        assert_eq!(forward.code, Some(0), "{platform}: {}", forward.stderr);
+        let out = documents(&forward.stdout);
+        let kinds: Vec<String> = kinds_and_names(&out).into_iter().map(|(kind, _)| kind).collect();
+        assert_eq!(kinds, ["MachineSet", template_kind], "{platform}");
+        assert!(
+            out.iter().all(|d| d.get("status").is_none()),
+            "{platform}: no status is printed"
+        );
+
+        let back = convert(
+            &["--reverse", "--check", "--infrastructure", path_str(&infra)],
+            Some(&forward.stdout),
+        )
+        .await;
+        assert_eq!(back.code, Some(0), "{platform}: {}{}", back.stdout, back.stderr);
+        assert!(
+            back.stdout.ends_with("1 of 1 objects can migrate\n"),
+            "{platform}: {}",
+            back.stdout
+        );
+    }
+}
