@@ -33,6 +33,7 @@ fn settings() -> Settings {
         gate: GateSource::Enabled,
         release_version: None,
         upstream_lease: None,
+        platforms: controllers::operator::run::default_platforms(),
     }
 }
 

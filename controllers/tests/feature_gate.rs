@@ -37,6 +37,7 @@ fn settings() -> Settings {
         gate: GateSource::Cluster,
         release_version: None,
         upstream_lease: None,
+        platforms: controllers::operator::run::default_platforms(),
     }
 }
 

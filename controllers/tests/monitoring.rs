@@ -357,6 +357,7 @@ fn settings(gate: GateSource) -> Settings {
         gate,
         release_version: None,
         upstream_lease: None,
+        platforms: controllers::operator::run::default_platforms(),
     }
 }
 

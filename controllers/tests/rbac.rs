@@ -270,6 +270,7 @@ fn settings(identity: Identity, leader_election: Option<LeaseSettings>) -> Setti
         release_version: None,
         // What the binary checks before starting: upstream's Lease (get, by name).
         upstream_lease: Some(upstream::UPSTREAM_LEASE.into()),
+        platforms: controllers::operator::run::default_platforms(),
     }
 }
 

@@ -154,6 +154,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         gate: controllers::operator::gate::GateSource::Enabled,
         release_version: None,
         upstream_lease: None,
+        platforms: controllers::operator::run::default_platforms(),
     }
 }
 

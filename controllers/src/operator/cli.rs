@@ -218,6 +218,18 @@ pub struct Cli {
     )]
     pub upstream_lease: String,
 
+    /// The platforms whose Machines and MachineSets are synced and migrated, comma
+    /// separated (`AWS`, `OpenStack`, `PowerVS`). Upstream runs its sync on AWS and
+    /// OpenStack only; PowerVS converts but is opt-in until it is run there.
+    #[arg(
+        long,
+        env = "SYNC_PLATFORMS",
+        value_name = "PLATFORM,...",
+        value_delimiter = ',',
+        default_value = "AWS,OpenStack"
+    )]
+    pub platforms: Vec<String>,
+
     /// Names each controller reconciles at once.
     #[arg(
         long,
@@ -534,6 +546,11 @@ mod tests {
         assert_eq!(cli.probe_address(), Some(SocketAddr::from(([0, 0, 0, 0], 8081))));
         assert_eq!(cli.log_format, LogFormat::Text);
         assert_eq!(cli.concurrency, 4);
+        assert_eq!(cli.platforms, ["AWS", "OpenStack"]);
+        assert_eq!(
+            parse(&["--platforms", "AWS,PowerVS"])?.platforms,
+            ["AWS", "PowerVS"]
+        );
         Ok(())
     }
 

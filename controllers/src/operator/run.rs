@@ -130,6 +130,24 @@ pub struct Settings {
     /// Upstream's migration controllers' Lease (`namespace/name`): while it is held the
     /// operator does not start (`None`: not checked); see [`super::upstream`].
     pub upstream_lease: Option<String>,
+    /// The platforms the sync runs on (`--platforms`); see [`platform_enabled`].
+    pub platforms: Vec<String>,
+}
+
+/// The platforms the sync runs on unless told otherwise: upstream's (AWS and OpenStack).
+pub fn default_platforms() -> Vec<String> {
+    vec!["AWS".to_owned(), "OpenStack".to_owned()]
+}
+
+/// Whether the sync runs on `platform`: it must be listed in `--platforms`; why not, if not.
+pub fn platform_enabled(platforms: &[String], platform: &str) -> Result<(), String> {
+    if platforms.iter().any(|p| p == platform) {
+        return Ok(());
+    }
+    Err(format!(
+        "platform {platform:?} is not in --platforms ({}); add it to sync and migrate its machines",
+        platforms.join(",")
+    ))
 }
 
 impl Settings {
@@ -159,6 +177,7 @@ impl Settings {
             release_version: cli.release_version.clone().filter(|v| !v.is_empty()),
             upstream_lease: (!cli.embedded && !cli.upstream_lease.is_empty())
                 .then(|| cli.upstream_lease.clone()),
+            platforms: cli.platforms.clone(),
         }
     }
 }
@@ -439,6 +458,7 @@ impl Operator {
             gate: settings.gate,
             release_version: settings.release_version.clone(),
             upstream,
+            platforms: settings.platforms.clone(),
         };
 
         let http_stop = CancellationToken::new();
@@ -579,6 +599,7 @@ struct Wiring {
     release_version: Option<String>,
     /// Checked before anything starts.
     upstream: Option<super::upstream::UpstreamLease>,
+    platforms: Vec<String>,
 }
 
 impl Wiring {
@@ -685,6 +706,7 @@ impl Wiring {
             metrics: self.metrics.clone(),
             health: self.health.clone(),
             instance: self.instance.clone(),
+            platforms: self.platforms.clone(),
         }
     }
 }
@@ -701,6 +723,7 @@ struct Controllers {
     metrics: Arc<Metrics>,
     health: Health,
     instance: String,
+    platforms: Vec<String>,
 }
 
 /// Why the controllers stopped.
@@ -813,7 +836,8 @@ impl Controllers {
         cluster
             .read_infra_cluster(&self.client, &self.machines.namespaces().capi)
             .await;
-        let platform = match crate::platform::for_cluster(&cluster) {
+        let enabled = platform_enabled(&self.platforms, &cluster.platform);
+        let platform = match enabled.and_then(|()| crate::platform::for_cluster(&cluster)) {
             Ok(platform) => platform,
             Err(reason) => {
                 tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");
@@ -965,4 +989,22 @@ async fn drive(
         }
     }
     (exit, deadlines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_listed_platforms_are_synced_and_the_refusal_names_the_flag() {
+        let defaults = default_platforms();
+        assert_eq!(platform_enabled(&defaults, "AWS"), Ok(()));
+        assert_eq!(platform_enabled(&defaults, "OpenStack"), Ok(()));
+        let refused = platform_enabled(&defaults, "PowerVS").err().unwrap_or_default();
+        assert_eq!(
+            refused,
+            "platform \"PowerVS\" is not in --platforms (AWS,OpenStack); add it to sync and migrate its machines"
+        );
+        assert_eq!(platform_enabled(&["PowerVS".to_owned()], "PowerVS"), Ok(()));
+    }
 }
