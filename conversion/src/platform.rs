@@ -169,7 +169,6 @@ impl<P: Provider> Platform for Adapter<P> {
             &parts.infra_meta,
             json!(parts.infra_spec),
             Some(&infra_status),
-            &mut report,
         );
         report.finish(CapiMachine {
             machine: capi,
@@ -217,14 +216,7 @@ impl<P: Provider> Platform for Adapter<P> {
         capi.status = report.absorb(status::machine_set_to_capi(set, &now()));
         let kinds = self.0.kinds();
         let spec = json!({"template": {"spec": parts.template_spec}});
-        let template = object(
-            kinds,
-            kinds.template,
-            &parts.template_meta,
-            spec,
-            None::<&()>,
-            &mut report,
-        );
+        let template = object(kinds, kinds.template, &parts.template_meta, spec, None::<&()>);
         report.finish(CapiMachineSet { set: capi, template })
     }
 
@@ -247,28 +239,28 @@ impl<P: Provider> Platform for Adapter<P> {
     }
 }
 
-/// An infrastructure object of `kind` as the kind-neutral object the hooks write.
+/// An infrastructure object of `kind` as the kind-neutral object the hooks write (built
+/// in place: decoding a whole `DynamicObject` from JSON buffers it twice).
 fn object(
     kinds: &InfraKinds,
     kind: &str,
     metadata: &ObjectMeta,
     spec: Value,
     status: Option<&impl Serialize>,
-    report: &mut Report,
 ) -> DynamicObject {
-    let mut value =
-        json!({"apiVersion": kinds.api_version(), "kind": kind, "metadata": metadata, "spec": spec});
-    if let Some(status) = status {
-        value["status"] = json!(status);
+    let mut data = serde_json::Map::with_capacity(2);
+    data.insert("spec".to_owned(), spec);
+    if let Some(status) = status.and_then(|s| serde_json::to_value(s).ok()) {
+        data.insert("status".to_owned(), status);
     }
-    serde_json::from_value(value).unwrap_or_else(|error| {
-        report.error(FieldError::invalid(
-            FieldPath::new(kind),
-            error.to_string(),
-            "could not be encoded",
-        ));
-        DynamicObject::new("", &kube::api::ApiResource::erase::<capi::Machine>(&()))
-    })
+    DynamicObject {
+        types: Some(kube::api::TypeMeta {
+            api_version: kinds.api_version(),
+            kind: kind.to_owned(),
+        }),
+        metadata: metadata.clone(),
+        data: Value::Object(data),
+    }
 }
 
 /// A part of a live infrastructure object as its type; where it does not fit is an error
