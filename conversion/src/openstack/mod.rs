@@ -97,44 +97,17 @@ impl OpenStack {
     ) -> ConversionResult<InfraSpec<OpenStackMachineSpec>> {
         let path = FieldPath::new("spec.providerSpec.value");
         let mut report = Report::default();
-        let config = match crate::decode::decode::<OpenstackProviderSpec>(&value.to_string(), &path) {
-            Ok(decoded) => {
-                for unknown in decoded.unknown {
-                    report.error(FieldError::forbidden(
-                        unknown,
-                        "not a field of OpenstackProviderSpec; it would be lost",
-                    ));
-                }
-                decoded.value
-            }
-            Err(error) => {
-                report.error(FieldError::invalid(error.path, value, error.message));
-                return report.finish(InfraSpec::default());
-            }
+        // Decoded exactly as inside a Machine: unknown fields, kind and apiVersion checked.
+        let machine = mapi::MachineSpec {
+            provider_spec: Some(mapi::ProviderSpec {
+                value: sync_core::api::RawObject::from_value(value).ok(),
+            }),
+            ..mapi::MachineSpec::default()
         };
-        self.check_kind(&config, &path, &mut report);
-        let spec = self.to_infra_spec(&config, false, &path, &mut report);
+        let spec = crate::machine::to_capi::parse_provider(self, &machine, &path, &mut report)
+            .map(|config| self.to_infra_spec(&config, false, &path, &mut report))
+            .unwrap_or_default();
         report.finish(spec)
-    }
-
-    /// `kind` and `apiVersion`, when given, are the OpenStack providerSpec's.
-    fn check_kind(&self, config: &OpenstackProviderSpec, path: &FieldPath, report: &mut Report) {
-        let expected = self.provider_spec_kind();
-        if let Some(kind) = config.kind.as_deref().filter(|kind| *kind != expected.kind) {
-            report.error(FieldError::invalid(
-                path.child("kind"),
-                kind,
-                format!("must be {}", expected.kind),
-            ));
-        }
-        let api_version = config.api_version.as_deref();
-        if let Some(version) = api_version.filter(|v| !expected.api_versions.contains(v)) {
-            report.error(FieldError::invalid(
-                path.child("apiVersion"),
-                version,
-                format!("must be one of {:?}", expected.api_versions),
-            ));
-        }
     }
 
     /// An OpenStackMachine spec (at `spec`) and its Machine's facts as a providerSpec.
