@@ -219,11 +219,11 @@ impl Metrics {
 
     /// Records the cluster's platform and whether it is synced.
     pub fn set_platform(&self, platform: &str, supported: bool) {
-        let platform: &'static str = match platform {
-            "AWS" => "AWS",
-            "OpenStack" => "OpenStack",
-            "" => "unknown",
-            _ => "other",
+        // A bounded label: the converted platforms' names, else `unknown` or `other`.
+        let platform: &'static str = match conversion::platform::kinds(platform) {
+            Some(kinds) => kinds.platform,
+            None if platform.is_empty() => "unknown",
+            None => "other",
         };
         self.platform
             .get_or_create(&[("platform", platform)])
