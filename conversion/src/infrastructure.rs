@@ -2,6 +2,7 @@
 //! object and passed to every conversion as a value (the conversion does no I/O).
 
 use sync_core::api::Infrastructure;
+use sync_core::api::infrastructure::InfrastructureStatus;
 
 use crate::aws::cluster::AwsCluster;
 use crate::errors::{ConversionErrors, FieldError, FieldPath, Report};
@@ -46,15 +47,7 @@ impl AwsInfrastructure {
     pub fn from_infrastructure(infrastructure: &Infrastructure) -> Result<Self, ConversionErrors> {
         let root = FieldPath::new("infrastructure.status");
         let mut report = Report::default();
-        let status = infrastructure.status.clone().unwrap_or_default();
-        let infrastructure_name = status.infrastructure_name.clone().unwrap_or_default();
-        if infrastructure_name.is_empty() {
-            report.error(FieldError::required(
-                root.child("infrastructureName"),
-                "the infrastructure name (the Cluster API cluster name) is required",
-            ));
-        }
-        let platform = status.platform_type().unwrap_or_default().to_owned();
+        let (infrastructure_name, status) = common_facts(infrastructure, AWS_PLATFORM, &mut report);
         let aws = status
             .platform_status
             .as_ref()
@@ -62,13 +55,7 @@ impl AwsInfrastructure {
             .unwrap_or_default();
         let region = aws.region.clone().unwrap_or_default();
         let mut ip_family = IpFamily::IPv4;
-        if platform != AWS_PLATFORM {
-            report.error(FieldError::unsupported(
-                root.child("platformStatus").child("type"),
-                &platform,
-                "only the AWS platform can be converted",
-            ));
-        } else {
+        if status.platform_type() == Some(AWS_PLATFORM) {
             if region.is_empty() {
                 report.error(FieldError::required(
                     root.child("platformStatus").child("aws").child("region"),
@@ -101,6 +88,34 @@ impl AwsInfrastructure {
             })
             .map(|converted| converted.value)
     }
+}
+
+/// What every platform's facts start from, checked: the infrastructure name (the Cluster
+/// API cluster name, required) and the platform type (must be `platform`); errors go to
+/// `report` with paths under `infrastructure.status`.
+pub(crate) fn common_facts(
+    infrastructure: &Infrastructure,
+    platform: &str,
+    report: &mut Report,
+) -> (String, InfrastructureStatus) {
+    let root = FieldPath::new("infrastructure.status");
+    let status = infrastructure.status.clone().unwrap_or_default();
+    let infrastructure_name = status.infrastructure_name.clone().unwrap_or_default();
+    if infrastructure_name.is_empty() {
+        report.error(FieldError::required(
+            root.child("infrastructureName"),
+            "the infrastructure name (the Cluster API cluster name) is required",
+        ));
+    }
+    let actual = status.platform_type().unwrap_or_default();
+    if actual != platform {
+        report.error(FieldError::unsupported(
+            root.child("platformStatus").child("type"),
+            actual,
+            format!("only the {platform} platform can be converted by this conversion"),
+        ));
+    }
+    (infrastructure_name, status)
 }
 
 #[cfg(test)]

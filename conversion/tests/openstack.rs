@@ -2,7 +2,9 @@
 //! warned and refused field in both directions, statuses, labels, a round trip of
 //! providerSpecs, and the installer's worker MachineSet.
 
-use conversion::ConversionErrors;
+mod common;
+
+use common::{error_paths, json, merge};
 use conversion::openstack::OpenStack;
 use conversion::openstack::capo::OpenStackMachineSpec;
 use conversion::openstack::provider::OpenstackProviderSpec;
@@ -33,30 +35,6 @@ fn infrastructure(name: &str, platform: &str) -> Infrastructure {
 fn openstack() -> OpenStack {
     OpenStack::from_infrastructure(&infrastructure("ostest-7xk2p", "OpenStack"))
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// RFC 7386 merge patch (null deletes).
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(target), Value::Object(patch)) => {
-            for (key, value) in patch {
-                if value.is_null() {
-                    target.remove(key);
-                } else {
-                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, patch) => *target = patch.clone(),
-    }
-}
-
-fn json<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-fn error_paths(errors: &ConversionErrors) -> Vec<String> {
-    errors.errors.iter().map(|e| e.path.to_string()).collect()
 }
 
 /// A minimal valid providerSpec.

@@ -15,7 +15,7 @@ mod to_mapi;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sync_core::api::{Infrastructure, mapi};
 
-use crate::errors::{ConversionErrors, ConversionResult, FieldError, FieldPath, Report};
+use crate::errors::{ConversionErrors, ConversionResult, FieldPath, Report};
 use crate::provider::{InfraKinds, InfraSpec, MachineFacts, Provider, ProviderSpecKind, ProviderStatus};
 use capo::{OpenStackMachineSpec, OpenStackMachineStatus};
 use provider::OpenstackProviderSpec;
@@ -53,24 +53,9 @@ impl OpenStack {
     /// The facts of `infrastructure`, or every reason it does not describe an OpenStack
     /// cluster (paths start with `infrastructure.`).
     pub fn from_infrastructure(infrastructure: &Infrastructure) -> Result<Self, ConversionErrors> {
-        let root = FieldPath::new("infrastructure.status");
         let mut report = Report::default();
-        let status = infrastructure.status.clone().unwrap_or_default();
-        let infrastructure_name = status.infrastructure_name.clone().unwrap_or_default();
-        if infrastructure_name.is_empty() {
-            report.error(FieldError::required(
-                root.child("infrastructureName"),
-                "the infrastructure name (the Cluster API cluster name) is required",
-            ));
-        }
-        let platform = status.platform_type().unwrap_or_default();
-        if platform != PLATFORM {
-            report.error(FieldError::unsupported(
-                root.child("platformStatus").child("type"),
-                platform,
-                "this is the OpenStack conversion; the platform must be OpenStack",
-            ));
-        }
+        let (infrastructure_name, status) =
+            crate::infrastructure::common_facts(infrastructure, PLATFORM, &mut report);
         let cloud_name = status
             .platform_status
             .as_ref()

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sync_core::api::{Infrastructure, mapi};
 
 use crate::ConversionErrors;
-use crate::errors::{FieldError, FieldPath, Report};
+use crate::errors::{FieldPath, Report};
 use crate::names::{MAPI_INSTANCE_TYPE_LABEL, MAPI_REGION_LABEL, MAPI_ZONE_LABEL};
 use crate::provider::{InfraKinds, InfraSpec, MachineFacts, Provider, ProviderSpecKind, ProviderStatus};
 use capibm::{IbmPowerVsMachineSpec, IbmPowerVsMachineStatus};
@@ -64,24 +64,9 @@ impl PowerVs {
     /// The facts of `infrastructure`, or every reason it does not describe a PowerVS
     /// cluster (paths start with `infrastructure.`).
     pub fn from_infrastructure(infrastructure: &Infrastructure) -> Result<Self, ConversionErrors> {
-        let root = FieldPath::new("infrastructure.status");
         let mut report = Report::default();
-        let status = infrastructure.status.clone().unwrap_or_default();
-        let infrastructure_name = status.infrastructure_name.clone().unwrap_or_default();
-        if infrastructure_name.is_empty() {
-            report.error(FieldError::required(
-                root.child("infrastructureName"),
-                "the infrastructure name (the Cluster API cluster name) is required",
-            ));
-        }
-        let platform = status.platform_type().unwrap_or_default().to_owned();
-        if platform != PLATFORM {
-            report.error(FieldError::unsupported(
-                root.child("platformStatus").child("type"),
-                &platform,
-                "not a PowerVS cluster",
-            ));
-        }
+        let (infrastructure_name, status) =
+            crate::infrastructure::common_facts(infrastructure, PLATFORM, &mut report);
         let power_vs = status
             .platform_status
             .and_then(|p| p.power_vs)
