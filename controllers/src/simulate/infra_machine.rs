@@ -11,7 +11,7 @@
 //! | being deleted | "terminates the instance" (the provider's terminated state, not ready), then removes its finalizer |
 //! | no finalizer | adds the provider's finalizer |
 //! | no `spec.providerID` | "runs an instance": `spec.providerID` (`aws:///<zone>/i-…`, `openstack:///<server uuid>`), CAPA's `spec.instanceID` |
-//! | not ready | `status.ready`, `status.initialization.provisioned`, the running state, addresses, CAPO's `status.instanceID`, `InstanceReady` |
+//! | not ready, or the state not the running one | `status.ready`, `status.initialization.provisioned`, the running state, addresses, CAPO's `status.instanceID`, `InstanceReady` |
 //!
 //! The providers pause on the InfraMachine's own annotation or its Cluster's `spec.paused`;
 //! there is no Cluster object here, so only the annotation counts. Their conditions are
@@ -197,7 +197,9 @@ async fn reconcile(infra: Arc<DynamicObject>, ctx: Arc<Ctx>, platform: &'static 
             spec["instanceID"] = json!(instance.instance_id);
         }
         ctx.patch(&api, &infra, json!({ "spec": spec })).await?;
-    } else if status["ready"] != true {
+    } else if status["ready"] != true || status["instanceState"] != platform.running {
+        // Also after a migration, when the sync has already copied `ready` from the
+        // Machine API: the provider reports the instance's state on every reconcile.
         conditions.set(&Condition::new("InstanceReady", true, "InstanceReady"));
         let mut update = json!({
             // Both contracts: `ready` (the providers' CRDs today) and the v1beta2 contract's
