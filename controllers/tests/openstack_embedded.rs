@@ -36,7 +36,15 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> String {
 fn get(kubeconfig: &str, resource: &str, namespace: &str) -> Option<Value> {
     let text = kubectl(
         kubeconfig,
-        &["get", resource, "-n", namespace, "--ignore-not-found", "-o", "json"],
+        &[
+            "get",
+            resource,
+            "-n",
+            namespace,
+            "--ignore-not-found",
+            "-o",
+            "json",
+        ],
     );
     serde_json::from_str(&text).ok()
 }
@@ -86,7 +94,8 @@ async fn an_openstack_machine_is_mirrored_run_and_migrated_to_cluster_api() {
         .await;
     let banner = operator
         .wait_line("the CAPI kubectl line", |line| {
-            line.contains("machines.cluster.x-k8s.io").then(|| line.to_owned())
+            line.contains("machines.cluster.x-k8s.io")
+                .then(|| line.to_owned())
         })
         .await;
     assert!(banner.ends_with(",openstackmachines -A"), "{banner}");
@@ -157,17 +166,21 @@ async fn an_openstack_machine_is_mirrored_run_and_migrated_to_cluster_api() {
 
     // The sample loaded half-way through its migration completes too, on a server the
     // simulated CAPO launched.
-    wait_for("openstack-migrating-1 to complete its migration", TIMEOUT, || async {
-        let machine = mapi(kubeconfig, "machines.machine.openshift.io/openstack-migrating-1")?;
-        let infra = capi(kubeconfig, "openstackmachines/openstack-migrating-1")?;
-        (machine["status"]["authoritativeAPI"] == "ClusterAPI"
-            && infra["status"]["ready"] == true
-            && infra["spec"]["providerID"]
-                .as_str()
-                .is_some_and(|id| id.starts_with("openstack:///"))
-            && machine["spec"]["providerID"] == infra["spec"]["providerID"])
-            .then_some(())
-    })
+    wait_for(
+        "openstack-migrating-1 to complete its migration",
+        TIMEOUT,
+        || async {
+            let machine = mapi(kubeconfig, "machines.machine.openshift.io/openstack-migrating-1")?;
+            let infra = capi(kubeconfig, "openstackmachines/openstack-migrating-1")?;
+            (machine["status"]["authoritativeAPI"] == "ClusterAPI"
+                && infra["status"]["ready"] == true
+                && infra["spec"]["providerID"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("openstack:///"))
+                && machine["spec"]["providerID"] == infra["spec"]["providerID"])
+                .then_some(())
+        },
+    )
     .await;
 
     operator.signal("TERM");

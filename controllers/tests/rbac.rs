@@ -244,7 +244,14 @@ async fn env_with_samples(identity: Identity) -> TestEnv {
         Ok(env) => env,
         Err(error) => panic!("envtest: {error}"),
     };
-    if let Err(error) = load_samples(&env.client(), &deploy.join("examples"), SamplePlatform::Aws, &|ns| ns.to_owned()).await {
+    if let Err(error) = load_samples(
+        &env.client(),
+        &deploy.join("examples"),
+        SamplePlatform::Aws,
+        &|ns| ns.to_owned(),
+    )
+    .await
+    {
         panic!("samples: {error}");
     }
     env

@@ -1026,9 +1026,12 @@ async fn mapi_openstack_machine_runs_a_server_without_provider_status() {
         "cloudName": "openstack",
     });
     create(&machines, machine).await;
-    let running = wait_until(&machines, "os-worker-1", "a Running OpenStack MAPI Machine", |m| {
-        m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running")
-    })
+    let running = wait_until(
+        &machines,
+        "os-worker-1",
+        "a Running OpenStack MAPI Machine",
+        |m| m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running"),
+    )
     .await;
     let machine = json_of(&running);
     let provider_id = machine["spec"]["providerID"]
@@ -1041,7 +1044,10 @@ async fn mapi_openstack_machine_runs_a_server_without_provider_status() {
         machine["metadata"]["annotations"]["machine.openshift.io/instance-state"],
         "ACTIVE"
     );
-    assert_eq!(machine["metadata"]["labels"]["machine.openshift.io/region"], Value::Null);
+    assert_eq!(
+        machine["metadata"]["labels"]["machine.openshift.io/region"],
+        Value::Null
+    );
     let status = &machine["status"];
     assert_eq!(status["providerStatus"], Value::Null, "{status}");
     assert_eq!(status["nodeRef"]["name"], "os-worker-1");
@@ -1127,9 +1133,12 @@ async fn capi_machine_runs_on_its_openstack_machine_which_terminates_before_its_
     )
     .await;
     delete(&machines, "os-worker-2").await;
-    let terminated = wait_until(&infra, "os-worker-2", "the OpenStackMachine's finalizer released", |a| {
-        a.is_some_and(|a| a.finalizers() == ["test.example/hold"])
-    })
+    let terminated = wait_until(
+        &infra,
+        "os-worker-2",
+        "the OpenStackMachine's finalizer released",
+        |a| a.is_some_and(|a| a.finalizers() == ["test.example/hold"]),
+    )
     .await;
     let openstack = json_of(&terminated);
     assert_eq!(openstack["status"]["instanceState"], "DELETED");
@@ -1141,7 +1150,10 @@ async fn capi_machine_runs_on_its_openstack_machine_which_terminates_before_its_
         false,
     )
     .await;
-    wait_until(&infra, "os-worker-2", "the OpenStackMachine gone", |o| o.is_none()).await;
+    wait_until(&infra, "os-worker-2", "the OpenStackMachine gone", |o| {
+        o.is_none()
+    })
+    .await;
     wait_until(&machines, "os-worker-2", "the Machine gone", |o| o.is_none()).await;
     providers.stop().await;
 }

@@ -418,7 +418,10 @@ mod tests {
             let mut sorted = names.clone();
             sorted.sort();
             assert_eq!(names, sorted, "{platform:?}");
-            assert!(names.starts_with(&["05-feature-gate.yaml".to_owned(), "10-infrastructure.yaml".to_owned()]));
+            assert!(names.starts_with(&[
+                "05-feature-gate.yaml".to_owned(),
+                "10-infrastructure.yaml".to_owned()
+            ]));
             assert!(names.contains(&"15-user-data.yaml".to_owned()));
             let own = files
                 .iter()

@@ -134,10 +134,20 @@ pub(super) async fn run(platform: &'static Platform, shared: Shared, shutdown: C
         Api::<DynamicObject>::namespaced_with(shared.client.clone(), &shared.namespaces.capi, &resource);
     let controller = Controller::new_with(api, watcher::Config::default(), resource);
     let reconcile = move |infra, ctx| reconcile(infra, ctx, platform);
-    runtime::run(controller, Ctx::new(shared, platform.manager), reconcile, shutdown).await;
+    runtime::run(
+        controller,
+        Ctx::new(shared, platform.manager),
+        reconcile,
+        shutdown,
+    )
+    .await;
 }
 
-async fn reconcile(infra: Arc<DynamicObject>, ctx: Arc<Ctx>, platform: &'static Platform) -> Result<Action, Error> {
+async fn reconcile(
+    infra: Arc<DynamicObject>,
+    ctx: Arc<Ctx>,
+    platform: &'static Platform,
+) -> Result<Action, Error> {
     let Some(owner) = infra
         .owner_references()
         .iter()

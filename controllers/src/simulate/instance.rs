@@ -187,7 +187,10 @@ mod tests {
         let groups: Vec<usize> = server.id.split('-').map(str::len).collect();
         assert_eq!(groups, [8, 4, 4, 4, 12]);
         assert_eq!(server.provider_id(), format!("openstack:///{}", server.id));
-        assert_eq!(server_of_provider_id(&server.provider_id()), Some(server.id.as_str()));
+        assert_eq!(
+            server_of_provider_id(&server.provider_id()),
+            Some(server.id.as_str())
+        );
         let named = Server::with_provider_id("openstack:///abc", "5b1f", "worker-1");
         assert_eq!(named.id, "abc");
         assert_eq!(server_of_provider_id("aws:///z/i-0"), None);

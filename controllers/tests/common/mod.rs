@@ -90,7 +90,14 @@ pub async fn env_with_monitoring_crds() -> TestEnv {
 /// [`env`] with the AWS samples of `deploy/examples` loaded (as `--embedded` does).
 pub async fn env_with_samples() -> TestEnv {
     let env = env().await;
-    match load_samples(&env.client(), &deploy_dir().join("examples"), SamplePlatform::Aws, &|ns| ns.to_owned()).await {
+    match load_samples(
+        &env.client(),
+        &deploy_dir().join("examples"),
+        SamplePlatform::Aws,
+        &|ns| ns.to_owned(),
+    )
+    .await
+    {
         Ok(count) => assert!(count > 0),
         Err(error) => panic!("loading the samples: {error}"),
     }
