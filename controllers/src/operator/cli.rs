@@ -625,6 +625,16 @@ mod tests {
     }
 
     #[test]
+    fn the_embedded_platform_is_aws_unless_openstack_is_asked_for() -> Result<(), clap::Error> {
+        assert_eq!(parse(&["--embedded"])?.embedded_platform, SamplePlatform::Aws);
+        let openstack = parse(&["--embedded", "--embedded-platform", "openstack"])?;
+        assert_eq!(openstack.embedded_platform, SamplePlatform::OpenStack);
+        assert!(parse(&["--embedded", "--embedded-platform", "gcp"]).is_err());
+        assert!(parse(&["--embedded-platform", "openstack"]).is_err());
+        Ok(())
+    }
+
+    #[test]
     fn simulated_providers_run_only_in_embedded_mode_unless_switched_off() -> Result<(), clap::Error> {
         assert!(parse(&["--embedded"])?.simulated_providers());
         assert!(!parse(&["--embedded", "--simulate-providers=false"])?.simulated_providers());
