@@ -92,6 +92,18 @@ async fn an_openstack_machine_is_mirrored_run_and_migrated_to_cluster_api() {
             line.strip_prefix("kubeconfig: ").map(str::to_owned)
         })
         .await;
+    let first = operator
+        .wait_line("the server line", |line| {
+            line.starts_with("Embedded API server on")
+                .then(|| line.to_owned())
+        })
+        .await;
+    assert!(
+        first.ends_with(
+            "sample objects of an OpenStack cluster from deploy/examples and deploy/examples/openstack."
+        ),
+        "{first}"
+    );
     let banner = operator
         .wait_line("the CAPI kubectl line", |line| {
             line.contains("machines.cluster.x-k8s.io")

@@ -153,9 +153,10 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     let kubeconfig = embedded.kubeconfig.display();
     let platform = cli.embedded_platform;
     println!(
-        "Embedded API server on {} with {} sample objects of an {platform:?} cluster from deploy/examples and deploy/examples/{}.",
+        "Embedded API server on {} with {} sample objects of an {} cluster from deploy/examples and deploy/examples/{}.",
         embedded.env.url(),
         embedded.samples,
+        platform.name(),
         platform.dir_name()
     );
     if embedded.policies > 0 {

@@ -84,6 +84,14 @@ impl SamplePlatform {
         }
     }
 
+    /// The platform's name, as `platformStatus.type` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Aws => "AWS",
+            Self::OpenStack => "OpenStack",
+        }
+    }
+
     /// The plural of the platform's InfraMachine kind, for kubectl.
     pub fn infra_machines(self) -> &'static str {
         match self {
