@@ -242,9 +242,9 @@ pub struct Cli {
     pub concurrency: u16,
 
     /// Start an in-process API server with the CRDs of deploy/crds and
-    /// deploy/examples/crds and the samples of deploy/examples (those of the
-    /// --embedded-platform), print a kubeconfig for kubectl, and run the controllers
-    /// against it (no leader election).
+    /// deploy/examples/crds (and the --embedded-platform's own) and the samples of
+    /// deploy/examples (the shared ones and the platform's), print a kubeconfig for
+    /// kubectl, and run the controllers against it (no leader election).
     #[arg(long, env = "SYNC_EMBEDDED", conflicts_with_all = ["kubeconfig", "context"])]
     pub embedded: bool,
 

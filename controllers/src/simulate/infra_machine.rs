@@ -104,8 +104,11 @@ pub(super) struct Launch<'a> {
 /// An instance as an InfraMachine reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Launched {
+    /// `spec.providerID`, which the CAPI Machine copies.
     pub provider_id: String,
+    /// The cloud's own ID of the instance.
     pub instance_id: String,
+    /// `status.addresses`, which the CAPI Machine copies.
     pub addresses: Value,
 }
 
@@ -195,18 +198,33 @@ async fn reconcile(
         return Ok(Action::await_change());
     }
 
+    provision(&api, &infra, &machine, conditions, platform, &ctx).await?;
+    Ok(Action::await_change())
+}
+
+/// "Runs the instance" (its providerID first), then reports it running and ready: one
+/// write per reconcile, the watch event of the first bringing the second.
+async fn provision(
+    api: &Api<DynamicObject>,
+    infra: &DynamicObject,
+    machine: &Machine,
+    mut conditions: Conditions,
+    platform: &Platform,
+    ctx: &Ctx,
+) -> Result<(), Error> {
     let launch = Launch {
-        infra: &infra,
-        machine: &machine,
+        infra,
+        machine,
         cloud: &ctx.shared.cloud,
     };
     let instance = (platform.instance)(&launch);
+    let status = &infra.data["status"];
     if !infra.data["spec"]["providerID"].is_string() {
         let mut spec = json!({ "providerID": instance.provider_id });
         if platform.instance_id_in == InstanceIdIn::Spec {
             spec["instanceID"] = json!(instance.instance_id);
         }
-        ctx.patch(&api, &infra, json!({ "spec": spec })).await?;
+        ctx.patch(api, infra, json!({ "spec": spec })).await?;
     } else if status["ready"] != true || status["instanceState"] != platform.running {
         // Also after a migration, when the sync has already copied `ready` from the
         // Machine API: the provider reports the instance's state on every reconcile.
@@ -223,9 +241,9 @@ async fn reconcile(
         if platform.instance_id_in == InstanceIdIn::Status {
             update["instanceID"] = json!(instance.instance_id);
         }
-        ctx.patch_status(&api, &infra, update).await?;
+        ctx.patch_status(api, infra, update).await?;
     }
-    Ok(Action::await_change())
+    Ok(())
 }
 
 /// Deleting: "terminates the instance" if one was launched, then removes the finalizer.
