@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{Operator, TIMEOUT, http_get, wait_for};
-use controllers::operator::samples::{deploy_dir, load_samples, sample_namespaces};
+use controllers::operator::samples::{
+    SamplePlatform, deploy_dir, load_samples, sample_files, sample_namespaces,
+};
 use envtest::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
@@ -214,7 +216,14 @@ async fn status_reads_the_namespaces_of_the_operators_flags_and_variables() {
     };
     let env = env_with_namespaces(&namespaces.mapi, &namespaces.capi).await;
     let rename = sample_namespaces(&namespaces);
-    if let Err(error) = load_samples(&env.client(), &deploy_dir().join("examples"), &rename).await {
+    if let Err(error) = load_samples(
+        &env.client(),
+        &deploy_dir().join("examples"),
+        SamplePlatform::Aws,
+        &rename,
+    )
+    .await
+    {
         panic!("loading the samples: {error}");
     }
     let kubeconfig = path_text(&common::kubeconfig(&env));
@@ -269,14 +278,10 @@ async fn status_reads_the_namespaces_of_the_operators_flags_and_variables() {
 /// Every object of the sample files: (apiVersion, kind, namespace, name).
 fn sample_objects() -> Vec<(String, String, String, String)> {
     let dir = deploy_dir().join("examples");
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-            .collect(),
+    let files = match sample_files(&dir, SamplePlatform::Aws) {
+        Ok(files) => files,
         Err(error) => panic!("{}: {error}", dir.display()),
     };
-    files.sort();
     let mut objects = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_default();

@@ -641,7 +641,7 @@ async fn the_alerts_read_only_metrics_and_labels_the_operator_exports() {
         "the gate to read as off and the ClusterAPI requests to be counted",
         |scrape| {
             // The samples ask for ClusterAPI on Machines and MachineSets
-            // (deploy/examples/20-machinesets.yaml, 30-machines.yaml).
+            // (deploy/examples/aws/20-machinesets.yaml, 30-machines.yaml).
             scrape.value("sync_feature_gate_enabled", &gate) == Some(0.0)
                 && scrape.value("sync_gated_requests", &[("kind", "Machine")]) > Some(0.0)
                 && scrape.value("sync_gated_requests", &[("kind", "MachineSet")]) > Some(0.0)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, metric, scrape};
 use controllers::operator::cli::DEFAULT_LEASE_NAME;
 use controllers::operator::leader::LeaseSettings;
-use controllers::operator::samples::{deploy_dir, load_samples};
+use controllers::operator::samples::{SamplePlatform, deploy_dir, load_samples};
 use controllers::operator::upstream;
 use controllers::operator::{Exit, Operator, Settings};
 use envtest::{TestEnv, service_account_user};
@@ -244,7 +244,14 @@ async fn env_with_samples(identity: Identity) -> TestEnv {
         Ok(env) => env,
         Err(error) => panic!("envtest: {error}"),
     };
-    if let Err(error) = load_samples(&env.client(), &deploy.join("examples"), &|ns| ns.to_owned()).await {
+    if let Err(error) = load_samples(
+        &env.client(),
+        &deploy.join("examples"),
+        SamplePlatform::Aws,
+        &|ns| ns.to_owned(),
+    )
+    .await
+    {
         panic!("samples: {error}");
     }
     env

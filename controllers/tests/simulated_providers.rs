@@ -8,7 +8,7 @@ mod common;
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, wait_for};
 use controllers::simulate::{
     self, AWS_MACHINE_FINALIZER, CAPI_MACHINE_FINALIZER, CAPI_MACHINE_SET_FINALIZER, MAPI_MACHINE_FINALIZER,
-    Reconciled, SimulatedProviders,
+    OPENSTACK_MACHINE_FINALIZER, Reconciled, SimulatedProviders,
 };
 use envtest::TestEnv;
 use futures::StreamExt;
@@ -34,7 +34,11 @@ struct Providers {
 
 impl Providers {
     async fn start() -> Self {
-        let env = common::env().await;
+        Self::start_on(common::env().await).await
+    }
+
+    /// The providers on `env`.
+    async fn start_on(env: TestEnv) -> Self {
         let (tx, reconciled) = unbounded_channel();
         let namespaces = Namespaces {
             mapi: MAPI_NS.into(),
@@ -976,4 +980,180 @@ async fn providers_stopped_before_their_first_list_stop_at_once() {
         "the providers did not stop"
     );
     env.stop().await;
+}
+
+/// [`common::env`] that also serves the OpenStack provider's kinds, as
+/// `--embedded --embedded-platform openstack` does.
+async fn openstack_env() -> TestEnv {
+    let deploy = controllers::operator::samples::deploy_dir();
+    let examples = deploy.join("examples");
+    let started = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(examples.join("crds"))
+        .crd_dir(examples.join("openstack/crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .start()
+        .await;
+    match started {
+        Ok(env) => env,
+        Err(error) => panic!("starting envtest: {error}"),
+    }
+}
+
+fn openstack_machines(client: Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("infrastructure.cluster.x-k8s.io", "v1beta1", "OpenStackMachine");
+    Api::namespaced_with(client, CAPI_NS, &ApiResource::from_gvk(&gvk))
+}
+
+/// Whether `id` is shaped as a UUID (8-4-4-4-12 hex digits).
+fn is_uuid(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| g.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mapi_openstack_machine_runs_a_server_without_provider_status() {
+    let providers = Providers::start_on(openstack_env().await).await;
+    let machines = Api::<mapi::Machine>::namespaced(providers.client(), MAPI_NS);
+    let mut machine = mapi_machine("os-worker-1", "MachineAPI");
+    machine["spec"]["providerSpec"]["value"] = json!({
+        "apiVersion": "machine.openshift.io/v1alpha1",
+        "kind": "OpenstackProviderSpec",
+        "flavor": "m1.xlarge",
+        "image": "rhcos",
+        "cloudName": "openstack",
+    });
+    create(&machines, machine).await;
+    let running = wait_until(
+        &machines,
+        "os-worker-1",
+        "a Running OpenStack MAPI Machine",
+        |m| m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running"),
+    )
+    .await;
+    let machine = json_of(&running);
+    let provider_id = machine["spec"]["providerID"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let server = provider_id.strip_prefix("openstack:///").unwrap_or_default();
+    assert!(is_uuid(server), "{provider_id}");
+    assert_eq!(
+        machine["metadata"]["annotations"]["machine.openshift.io/instance-state"],
+        "ACTIVE"
+    );
+    assert_eq!(
+        machine["metadata"]["labels"]["machine.openshift.io/region"],
+        Value::Null
+    );
+    let status = &machine["status"];
+    assert_eq!(status["providerStatus"], Value::Null, "{status}");
+    assert_eq!(status["nodeRef"]["name"], "os-worker-1");
+    assert_eq!(status["addresses"][0]["type"], "InternalIP");
+
+    // Deleting: no provider status to mark terminated; the finalizer goes.
+    merge(
+        &machines,
+        "os-worker-1",
+        json!({"metadata": {"finalizers": [MAPI_MACHINE_FINALIZER, "test.example/hold"]}}),
+        false,
+    )
+    .await;
+    delete(&machines, "os-worker-1").await;
+    let deleted = wait_until(&machines, "os-worker-1", "the MAPI finalizer released", |m| {
+        m.is_some_and(|m| m.finalizers() == ["test.example/hold"])
+    })
+    .await;
+    assert_eq!(json_of(&deleted)["status"]["phase"], "Deleting");
+    providers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_machine_runs_on_its_openstack_machine_which_terminates_before_its_finalizer_goes() {
+    let providers = Providers::start_on(openstack_env().await).await;
+    let machines = Api::<capi::Machine>::namespaced(providers.client(), CAPI_NS);
+    let infra = openstack_machines(providers.client());
+    create(
+        &infra,
+        json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "OpenStackMachine",
+            "metadata": { "name": "os-worker-2", "namespace": CAPI_NS },
+            "spec": { "flavor": "m1.xlarge", "image": { "filter": { "name": "rhcos" } } },
+        }),
+    )
+    .await;
+    let mut machine = capi_machine("os-worker-2");
+    machine["spec"]["infrastructureRef"]["kind"] = json!("OpenStackMachine");
+    create(&machines, machine).await;
+    let running = wait_until(&machines, "os-worker-2", "a Running CAPI Machine", |m| {
+        m.and_then(|m| m.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await;
+    let machine = json_of(&running);
+    let openstack = json_of(&infra.get("os-worker-2").await.ok());
+    let provider_id = machine["spec"]["providerID"].as_str().unwrap_or_default();
+    assert_eq!(openstack["spec"]["providerID"], provider_id);
+    assert_eq!(
+        Some(provider_id),
+        openstack["status"]["instanceID"]
+            .as_str()
+            .filter(|id| is_uuid(id))
+            .map(|id| format!("openstack:///{id}"))
+            .as_deref()
+    );
+    assert_eq!(machine["status"]["nodeRef"]["name"], "os-worker-2");
+    assert_eq!(machine["status"]["addresses"], openstack["status"]["addresses"]);
+    assert_eq!(
+        openstack["metadata"]["finalizers"],
+        json!([OPENSTACK_MACHINE_FINALIZER])
+    );
+    assert_eq!(openstack["status"]["ready"], true, "{openstack}");
+    assert_eq!(openstack["status"]["instanceState"], "ACTIVE");
+    assert_eq!(condition(&openstack, "InstanceReady")["status"], "True");
+    assert_eq!(condition(&openstack, "Paused")["reason"], "NotPaused");
+    let managers: Vec<&str> = openstack["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["manager"].as_str())
+        .collect();
+    assert!(
+        managers.contains(&simulate::OPENSTACK_MACHINE_CONTROLLER),
+        "{managers:?}"
+    );
+
+    merge(
+        &infra,
+        "os-worker-2",
+        json!({"metadata": {"finalizers": [OPENSTACK_MACHINE_FINALIZER, "test.example/hold"]}}),
+        false,
+    )
+    .await;
+    delete(&machines, "os-worker-2").await;
+    let terminated = wait_until(
+        &infra,
+        "os-worker-2",
+        "the OpenStackMachine's finalizer released",
+        |a| a.is_some_and(|a| a.finalizers() == ["test.example/hold"]),
+    )
+    .await;
+    let openstack = json_of(&terminated);
+    assert_eq!(openstack["status"]["instanceState"], "DELETED");
+    assert_eq!(openstack["status"]["ready"], false);
+    merge(
+        &infra,
+        "os-worker-2",
+        json!({"metadata": {"finalizers": null}}),
+        false,
+    )
+    .await;
+    wait_until(&infra, "os-worker-2", "the OpenStackMachine gone", |o| {
+        o.is_none()
+    })
+    .await;
+    wait_until(&machines, "os-worker-2", "the Machine gone", |o| o.is_none()).await;
+    providers.stop().await;
 }

@@ -1,7 +1,8 @@
-//! Every object of `deploy/examples` (what `--embedded` and the e2e suite load), converted:
-//! the CAPI twins of the AWS samples are exactly what the conversion makes of their MAPI
-//! objects, they convert back to MAPI objects that convert to them again, and the
-//! made-up provider's objects are refused with the field that blocks them.
+//! Every object of `deploy/examples` and `deploy/examples/aws` (what `--embedded` and the
+//! e2e suite load), converted: the CAPI twins of the AWS samples are exactly what the
+//! conversion makes of their MAPI objects, they convert back to MAPI objects that convert
+//! to them again, and the made-up provider's objects are refused with the field that
+//! blocks them.
 
 mod common;
 
@@ -15,13 +16,15 @@ use serde_json::Value;
 use sync_core::api::{Infrastructure, capi, mapi};
 
 fn examples() -> Vec<Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+    // The shared samples and the AWS cluster's (what `--embedded` loads by default).
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
+    let mut files: Vec<_> = [shared.clone(), shared.join("aws")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    files.sort();
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     files
         .iter()
         .flat_map(|file| {

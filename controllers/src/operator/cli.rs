@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
 use super::gate::GateSource;
+use super::samples::SamplePlatform;
 use crate::convert::ConvertArgs;
 
 /// The default lease name (`--leader-election-id`).
@@ -241,7 +242,8 @@ pub struct Cli {
     pub concurrency: u16,
 
     /// Start an in-process API server with the CRDs of deploy/crds and
-    /// deploy/examples/crds and the samples of deploy/examples, print a kubeconfig for
+    /// deploy/examples/crds (and the --embedded-platform's own) and the samples of
+    /// deploy/examples (the shared ones and the platform's), print a kubeconfig for
     /// kubectl, and run the controllers against it (no leader election).
     #[arg(long, env = "SYNC_EMBEDDED", conflicts_with_all = ["kubeconfig", "context"])]
     pub embedded: bool,
@@ -256,6 +258,19 @@ pub struct Cli {
     )]
     pub embedded_kubeconfig: Option<PathBuf>,
 
+    /// With --embedded: the platform of the sample cluster — its Infrastructure, machines
+    /// and provider CRDs (deploy/examples/<platform>/), loaded with the shared samples of
+    /// deploy/examples.
+    #[arg(
+        long,
+        env = "SYNC_EMBEDDED_PLATFORM",
+        value_enum,
+        value_name = "PLATFORM",
+        default_value_t = SamplePlatform::Aws,
+        requires = "embedded"
+    )]
+    pub embedded_platform: SamplePlatform,
+
     /// With --embedded: the API server's port [default: a free one].
     #[arg(
         long,
@@ -268,8 +283,8 @@ pub struct Cli {
 
     /// With --embedded: also run simulated providers (the Machine API machine and
     /// MachineSet controllers, Cluster API's Machine and MachineSet controllers, the AWS
-    /// provider's AWSMachine controller), so that finalizers, phases, provider IDs, node
-    /// references and pausing behave as in a cluster. `--simulate-providers=false` to
+    /// and OpenStack providers' AWSMachine and OpenStackMachine controllers), so that
+    /// finalizers, phases, provider IDs, node references and pausing behave as in a cluster. `--simulate-providers=false` to
     /// watch the sync alone. Never run outside --embedded.
     #[arg(
         long,
@@ -606,6 +621,16 @@ mod tests {
         );
         assert!(parse(&["--embedded", "--kubeconfig", "/x"]).is_err());
         assert!(parse(&["--embedded-port", "1"]).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn the_embedded_platform_is_aws_unless_openstack_is_asked_for() -> Result<(), clap::Error> {
+        assert_eq!(parse(&["--embedded"])?.embedded_platform, SamplePlatform::Aws);
+        let openstack = parse(&["--embedded", "--embedded-platform", "openstack"])?;
+        assert_eq!(openstack.embedded_platform, SamplePlatform::OpenStack);
+        assert!(parse(&["--embedded", "--embedded-platform", "gcp"]).is_err());
+        assert!(parse(&["--embedded-platform", "openstack"]).is_err());
         Ok(())
     }
 

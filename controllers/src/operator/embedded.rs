@@ -14,7 +14,7 @@ use super::cli::{Cli, Listener};
 use super::http::BindError;
 use super::policies;
 use super::run::{Exit, MovablePorts, Operator, OperatorError, Settings};
-use super::samples::{SampleError, create_all, load_samples, sample_namespaces};
+use super::samples::{SampleError, SamplePlatform, create_all, load_samples, sample_namespaces};
 use crate::simulate::SimulatedProviders;
 
 /// `--embedded` failed.
@@ -63,11 +63,17 @@ impl Embedded {
 /// writes the kubeconfig.
 pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
     let deploy = super::samples::deploy_dir();
+    let examples = deploy.join("examples");
+    let platform = cli.embedded_platform;
     let namespaces = cli.namespaces.namespaces();
-    let env = TestEnv::builder()
+    let mut builder = TestEnv::builder()
         .port(cli.embedded_port)
         .crd_dir(deploy.join("crds"))
-        .crd_dir(deploy.join("examples/crds"))
+        .crd_dir(examples.join("crds"));
+    if let Some(crds) = platform.crd_dir(&examples) {
+        builder = builder.crd_dir(crds);
+    }
+    let env = builder
         .namespace(&namespaces.mapi)
         .namespace(&namespaces.capi)
         .user(policies::OPERATOR_USER, &["system:masters"])
@@ -86,7 +92,7 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
             other => EmbeddedError::Envtest(other),
         })?;
     let rename = sample_namespaces(&namespaces);
-    let samples = load_samples(&env.client(), &deploy.join("examples"), &rename).await?;
+    let samples = load_samples(&env.client(), &examples, platform, &rename).await?;
     let policies = if cli.admission_policies {
         let rendered = policies::render(&policies::dir(&deploy), &rename)?;
         create_all(&env.client(), rendered, &rename).await?.created
@@ -117,6 +123,15 @@ pub async fn start(cli: &Cli) -> Result<Embedded, EmbeddedError> {
     })
 }
 
+/// The infrastructure resources the platform's samples have, for the banner's kubectl line
+/// (the AWS samples also have a made-up provider's DevMachines).
+fn capi_infra_resources(platform: SamplePlatform) -> String {
+    match platform {
+        SamplePlatform::Aws => format!("devmachines,{}", platform.infra_machines()),
+        SamplePlatform::OpenStack => platform.infra_machines().to_owned(),
+    }
+}
+
 /// `--embedded`: start, print how to reach the server, run the controllers against it
 /// (no leader election) until a signal.
 pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
@@ -136,10 +151,13 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     let client = embedded.client_as(policies::OPERATOR_USER).await?;
     let operator = Operator::start_with_ports(client, settings, shutdown.clone(), ports).await?;
     let kubeconfig = embedded.kubeconfig.display();
+    let platform = cli.embedded_platform;
     println!(
-        "Embedded API server on {} with {} sample objects from deploy/examples.",
+        "Embedded API server on {} with {} sample objects of an {} cluster from deploy/examples and deploy/examples/{}.",
         embedded.env.url(),
-        embedded.samples
+        embedded.samples,
+        platform.name(),
+        platform.dir_name()
     );
     if embedded.policies > 0 {
         println!(
@@ -151,11 +169,13 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     println!("Try:");
     println!("  kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A");
     println!(
-        "  kubectl --kubeconfig {kubeconfig} get machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,devmachines,awsmachines -A"
+        "  kubectl --kubeconfig {kubeconfig} get machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,{} -A",
+        capi_infra_resources(platform)
     );
     if providers.is_some() {
         println!(
-            "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, AWSMachines (--simulate-providers=false to turn them off)."
+            "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, {}s (--simulate-providers=false to turn them off).",
+            platform.infra_machine_kind()
         );
     }
     if let Some(address) = operator.metrics_address() {

@@ -1,5 +1,7 @@
-//! Loading example manifests (`deploy/examples/*.yaml`) into an API server, for
-//! `--embedded`, `controllers samples` (any cluster), the tests and the memory benchmark.
+//! Loading example manifests into an API server, for `--embedded`, `controllers samples`
+//! (any cluster), the tests and the memory benchmark: the files every platform shares
+//! (`deploy/examples/*.yaml`: feature gate, user data) and those of one platform
+//! (`deploy/examples/<platform>/*.yaml`: Infrastructure, machines), as one sequence.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -52,6 +54,61 @@ pub fn sample_namespaces(namespaces: &sync_core::Namespaces) -> impl Fn(&str) ->
     }
 }
 
+/// The platform of the sample cluster: which `deploy/examples/<platform>/` is loaded with
+/// the shared samples, and which extra CRDs it needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SamplePlatform {
+    /// An AWS cluster (Machine API AWS, CAPA), with a made-up second provider.
+    #[default]
+    Aws,
+    /// An OpenStack cluster (Machine API OpenStack, CAPO `v1beta1`).
+    #[value(name = "openstack")]
+    OpenStack,
+}
+
+impl SamplePlatform {
+    /// The platform's folder under the samples directory.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Self::Aws => "aws",
+            Self::OpenStack => "openstack",
+        }
+    }
+
+    /// The platform's own CRDs under `examples` (the AWS ones live in `examples/crds/`
+    /// with the shared ones, which the tests load without any sample).
+    pub fn crd_dir(self, examples: &Path) -> Option<PathBuf> {
+        match self {
+            Self::Aws => None,
+            Self::OpenStack => Some(examples.join(self.dir_name()).join("crds")),
+        }
+    }
+
+    /// The platform's name, as `platformStatus.type` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Aws => "AWS",
+            Self::OpenStack => "OpenStack",
+        }
+    }
+
+    /// The plural of the platform's InfraMachine kind, for kubectl.
+    pub fn infra_machines(self) -> &'static str {
+        match self {
+            Self::Aws => "awsmachines",
+            Self::OpenStack => "openstackmachines",
+        }
+    }
+
+    /// Its InfraMachine kind, for messages.
+    pub fn infra_machine_kind(self) -> &'static str {
+        match self {
+            Self::Aws => "AWSMachine",
+            Self::OpenStack => "OpenStackMachine",
+        }
+    }
+}
+
 /// `controllers samples` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SamplesArgs {
@@ -62,9 +119,12 @@ pub struct SamplesArgs {
     /// defaults (the samples' own namespaces are renamed to these).
     #[command(flatten)]
     pub namespaces: super::cli::NamespaceArgs,
-    /// The directory of sample manifests.
+    /// The directory of sample manifests: its `*.yaml` and those of its `<platform>/`.
     #[arg(long, value_name = "DIR", default_value_os_t = deploy_dir().join("examples"))]
     pub dir: PathBuf,
+    /// Which platform's samples.
+    #[arg(long, value_enum, value_name = "PLATFORM", default_value_t = SamplePlatform::Aws)]
+    pub platform: SamplePlatform,
 }
 
 /// Runs `controllers samples`: 0 when every sample is there, 2 otherwise (the message
@@ -89,7 +149,7 @@ pub async fn run(args: &SamplesArgs, out: &mut impl Write, err: &mut impl Write)
             return 2;
         }
     }
-    match load(client, &args.dir, &sample_namespaces(&namespaces)).await {
+    match load(client, &args.dir, args.platform, &sample_namespaces(&namespaces)).await {
         Ok(loaded) => {
             let _ = writeln!(
                 out,
@@ -155,16 +215,18 @@ pub struct Loaded {
     pub existing: usize,
 }
 
-/// Creates the objects of every `*.yaml` file directly in `dir` (sorted by name), the way
-/// `kubectl create` would, then sets their `status` through the status subresource.
-/// Owner references' `uid`s are filled in from the objects created before them. Returns
-/// how many were created (see [`load`]).
+/// Creates the objects of every `*.yaml` file directly in `dir` and in `dir/<platform>/`
+/// (sorted by file name across both, so that a platform's `10-…` comes between the shared
+/// `05-…` and `15-…`), the way `kubectl create` would, then sets their `status` through
+/// the status subresource. Owner references' `uid`s are filled in from the objects created
+/// before them. Returns how many were created (see [`load`]).
 pub async fn load_samples(
     client: &Client,
     dir: &Path,
+    platform: SamplePlatform,
     rename_namespace: &dyn Fn(&str) -> String,
 ) -> Result<usize, SampleError> {
-    load(client, dir, rename_namespace)
+    load(client, dir, platform, rename_namespace)
         .await
         .map(|loaded| loaded.created)
 }
@@ -175,24 +237,35 @@ pub async fn load_samples(
 pub async fn load(
     client: &Client,
     dir: &Path,
+    platform: SamplePlatform,
     rename_namespace: &dyn Fn(&str) -> String,
 ) -> Result<Loaded, SampleError> {
-    let sample_error = |path: &Path, message: String| SampleError::File {
-        path: path.to_path_buf(),
-        message,
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| sample_error(dir, e.to_string()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
-    files.sort();
     let mut documents = Vec::new();
-    for path in files {
+    for path in sample_files(dir, platform)? {
         let docs = read_documents(&path)?;
         documents.extend(docs.into_iter().map(|doc| (path.clone(), doc)));
     }
     create_all(client, documents, rename_namespace).await
+}
+
+/// The shared sample files of `dir` and those of its platform folder, in load order.
+pub fn sample_files(dir: &Path, platform: SamplePlatform) -> Result<Vec<PathBuf>, SampleError> {
+    let mut files = yaml_files(dir)?;
+    files.extend(yaml_files(&dir.join(platform.dir_name()))?);
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()).then_with(|| a.cmp(b)));
+    Ok(files)
+}
+
+/// The `*.yaml` (`*.yml`) files directly in `dir`.
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, SampleError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| SampleError::File {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect())
 }
 
 /// The objects of a multi-document YAML file.
@@ -339,5 +412,31 @@ mod tests {
         fill_owner_uids(&mut doc, "ns", &uids);
         assert_eq!(doc["metadata"]["ownerReferences"][0]["uid"], "uid-1");
         assert_eq!(doc["metadata"]["ownerReferences"][1]["uid"], "y");
+    }
+
+    #[test]
+    fn a_platform_loads_the_shared_files_and_its_own_in_file_name_order() -> Result<(), SampleError> {
+        let examples = deploy_dir().join("examples");
+        for platform in [SamplePlatform::Aws, SamplePlatform::OpenStack] {
+            let files = sample_files(&examples, platform)?;
+            let names: Vec<String> = files
+                .iter()
+                .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect();
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(names, sorted, "{platform:?}");
+            assert!(names.starts_with(&[
+                "05-feature-gate.yaml".to_owned(),
+                "10-infrastructure.yaml".to_owned()
+            ]));
+            assert!(names.contains(&"15-user-data.yaml".to_owned()));
+            let own = files
+                .iter()
+                .filter(|f| f.parent().is_some_and(|p| p.ends_with(platform.dir_name())))
+                .count();
+            assert!(own >= 3, "{platform:?}: {files:?}");
+        }
+        Ok(())
     }
 }

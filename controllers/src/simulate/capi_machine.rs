@@ -24,7 +24,7 @@ use sync_core::api::capi::Machine;
 use super::capi_machine_set::{CLUSTER_NAME_LABEL, paused_condition};
 use super::conditions::{Condition, Conditions};
 use super::runtime::{self, Ctx, Error, Shared, has_paused_annotation};
-use super::{CAPI_MACHINE_FINALIZER, aws_machine};
+use super::{CAPI_MACHINE_FINALIZER, infra_machine};
 
 /// The field manager of this controller's writes.
 pub(super) const MANAGER: &str = "simulated-capi-machine-controller";
@@ -40,14 +40,18 @@ pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::Cancellation
         Api::<Machine>::namespaced(client, &namespace),
         watcher::Config::default(),
     );
-    // InfraMachines of the simulated provider wake their Machine up (CAPI watches every
-    // referenced kind; the other kinds are polled).
-    match shared.infra_resource(aws_machine::GROUP, aws_machine::KIND).await {
-        Ok(resource) => {
-            let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &namespace, &resource);
-            controller = controller.owns_with(api, resource, watcher::Config::default());
+    // InfraMachines of the simulated providers wake their Machine up (CAPI watches every
+    // referenced kind; the kinds not served at start, and the other kinds, are polled).
+    for platform in infra_machine::PLATFORMS {
+        match shared.infra_resource(infra_machine::GROUP, platform.kind).await {
+            Ok(resource) => {
+                let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &namespace, &resource);
+                controller = controller.owns_with(api, resource, watcher::Config::default());
+            }
+            Err(error) => {
+                tracing::debug!(%error, kind = platform.kind, "not served; Machines poll these InfraMachines")
+            }
         }
-        Err(error) => tracing::warn!(%error, "AWSMachines are not served; Machines poll their InfraMachines"),
     }
     runtime::run(controller, Ctx::new(shared, MANAGER), reconcile, shutdown).await;
 }

@@ -1,5 +1,7 @@
-//! The Machine API machine controller with the AWS actuator (machine-api-operator's
-//! `pkg/controller/machine` and machine-api-provider-aws), as the sync sees it:
+//! The Machine API machine controller with the AWS and OpenStack actuators
+//! (machine-api-operator's `pkg/controller/machine`, machine-api-provider-aws and
+//! machine-api-provider-openstack), as the sync sees it — the actuator chosen by the
+//! providerSpec's kind (`OpenstackProviderSpec` is OpenStack, anything else AWS):
 //!
 //! | state | what it does |
 //! |---|---|
@@ -8,8 +10,8 @@
 //! | authority `MachineAPI` | `Paused`=False (`AuthoritativeAPIMachineAPI`), then on: |
 //! | no finalizer | adds `machine.machine.openshift.io` |
 //! | no phase | `Provisioning` |
-//! | no `spec.providerID` | "creates the instance": `aws:///<zone>/i-…`, instance type/region/zone labels, instance-state annotation |
-//! | no provider status | addresses, providerStatus (`instanceId`, `instanceState`, `MachineCreation`), `Provisioned` |
+//! | no `spec.providerID` | "creates the instance": AWS `aws:///<zone>/i-…`, instance type/region/zone labels, instance-state annotation `running`; OpenStack `openstack:///<server uuid>`, instance-state annotation `ACTIVE` |
+//! | no addresses (AWS: or provider status) | addresses, `Provisioned`; AWS also providerStatus (`instanceId`, `instanceState`, `MachineCreation`) — the OpenStack actuator writes none |
 //! | no `status.nodeRef` | the Node joined: nodeRef, `Running` |
 //! | being deleted | `Deleting`; waits for pre-terminate hooks; "terminates the instance"; removes its finalizer |
 
@@ -25,7 +27,7 @@ use sync_core::api::mapi::Machine;
 
 use super::MAPI_MACHINE_FINALIZER;
 use super::conditions::{Condition, Conditions, now};
-use super::instance::{Instance, zone_of_provider_id};
+use super::instance::{Instance, Server, zone_of_provider_id};
 use super::runtime::{self, Ctx, Error, Shared};
 
 /// The field manager of this controller's writes.
@@ -37,6 +39,8 @@ const INSTANCE_TYPE_LABEL: &str = "machine.openshift.io/instance-type";
 const REGION_LABEL: &str = "machine.openshift.io/region";
 const ZONE_LABEL: &str = "machine.openshift.io/zone";
 const INSTANCE_STATE_ANNOTATION: &str = "machine.openshift.io/instance-state";
+/// The kind of the Machine API OpenStack providerSpec.
+const OPENSTACK_PROVIDER_SPEC: &str = "OpenstackProviderSpec";
 
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let api = Api::<Machine>::namespaced(shared.client.clone(), &shared.namespaces.mapi);
@@ -98,45 +102,20 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     }
 
     let spec = provider_spec(&machine);
-    let instance = instance_of(&machine, &spec, &ctx);
+    let vm = Vm::of(&machine, &spec, &ctx);
+    let needs_provision = match vm {
+        Vm::Ec2(_) => status.provider_status.is_none() || status.addresses.is_none(),
+        Vm::Nova(_) => status.addresses.is_none(),
+    };
     if status.phase.is_none() {
         ctx.patch_status(&api, &machine, phase("Provisioning")).await?;
     } else if machine.spec.provider_id.is_none() {
-        let mut labels = json!({
-            REGION_LABEL: instance.region(),
-            ZONE_LABEL: instance.zone,
-        });
-        if let Some(instance_type) = spec["instanceType"].as_str() {
-            labels[INSTANCE_TYPE_LABEL] = json!(instance_type);
-        }
-        let patch = json!({
-            "metadata": {
-                "labels": labels,
-                "annotations": { INSTANCE_STATE_ANNOTATION: "running" },
-            },
-            "spec": { "providerID": instance.provider_id() },
-        });
-        ctx.patch(&api, &machine, patch).await?;
-    } else if status.provider_status.is_none() || status.addresses.is_none() {
-        let mut update = phase("Provisioned");
-        update["addresses"] = instance.addresses();
-        update["providerStatus"] = json!({
-            "apiVersion": "machine.openshift.io/v1beta1",
-            "kind": "AWSMachineProviderStatus",
-            "instanceId": instance.id,
-            "instanceState": "running",
-            "conditions": [{
-                "type": "MachineCreation",
-                "status": "True",
-                "reason": "MachineCreationSucceeded",
-                "message": "Machine successfully created",
-                "lastTransitionTime": now(),
-            }],
-        });
-        ctx.patch_status(&api, &machine, update).await?;
+        ctx.patch(&api, &machine, vm.launch_patch(&spec)).await?;
+    } else if needs_provision {
+        ctx.patch_status(&api, &machine, vm.provisioned()).await?;
     } else if status.node_ref.is_none() {
         let mut update = phase("Running");
-        update["nodeRef"] = json!({ "kind": "Node", "name": node_name(&status, &instance) });
+        update["nodeRef"] = json!({ "kind": "Node", "name": node_name(&status, &vm) });
         ctx.patch_status(&api, &machine, update).await?;
     } else if status.phase.as_deref() != Some("Running") {
         ctx.patch_status(&api, &machine, phase("Running")).await?;
@@ -192,32 +171,112 @@ fn provider_spec(machine: &Machine) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The Machine's instance: the one its providerID names, else a new one in the zone of
-/// its providerSpec (or the cloud's default zone).
-fn instance_of(machine: &Machine, spec: &Value, ctx: &Ctx) -> Instance {
-    let uid = machine.uid().unwrap_or_default();
-    if let Some(provider_id) = &machine.spec.provider_id {
-        let zone = zone_of_provider_id(provider_id).unwrap_or(&ctx.shared.cloud.zone);
-        let mut instance = Instance::for_uid(&uid, zone);
-        if let Some(id) = provider_id.rsplit('/').next().filter(|id| id.starts_with("i-")) {
-            id.clone_into(&mut instance.id);
+/// The machine's instance, as its actuator sees it.
+enum Vm {
+    /// The AWS actuator's EC2 instance.
+    Ec2(Instance),
+    /// The OpenStack actuator's Nova server.
+    Nova(Server),
+}
+
+impl Vm {
+    /// The instance of a Machine: the one its providerID names, else a new one (in the
+    /// zone of an AWS providerSpec, or the cloud's default zone).
+    fn of(machine: &Machine, spec: &Value, ctx: &Ctx) -> Self {
+        let uid = machine.uid().unwrap_or_default();
+        let provider_id = machine.spec.provider_id.as_deref();
+        if spec["kind"] == OPENSTACK_PROVIDER_SPEC {
+            let name = machine.name_any();
+            return Self::Nova(match provider_id {
+                Some(provider_id) => Server::with_provider_id(provider_id, &uid, &name),
+                None => Server::for_uid(&uid, &name),
+            });
         }
-        return instance;
+        if let Some(provider_id) = provider_id {
+            let zone = zone_of_provider_id(provider_id).unwrap_or(&ctx.shared.cloud.zone);
+            let mut instance = Instance::for_uid(&uid, zone);
+            if let Some(id) = provider_id.rsplit('/').next().filter(|id| id.starts_with("i-")) {
+                id.clone_into(&mut instance.id);
+            }
+            return Self::Ec2(instance);
+        }
+        let zone = spec["placement"]["availabilityZone"]
+            .as_str()
+            .filter(|zone| !zone.is_empty())
+            .unwrap_or(&ctx.shared.cloud.zone);
+        Self::Ec2(Instance::for_uid(&uid, zone))
     }
-    let zone = spec["placement"]["availabilityZone"]
-        .as_str()
-        .filter(|zone| !zone.is_empty())
-        .unwrap_or(&ctx.shared.cloud.zone);
-    Instance::for_uid(&uid, zone)
+
+    /// "Creating the instance": the providerID and what the actuator labels and annotates
+    /// the Machine with (the OpenStack actuator reports the server's state only in the
+    /// instance-state annotation).
+    fn launch_patch(&self, spec: &Value) -> Value {
+        match self {
+            Self::Ec2(instance) => {
+                let mut labels = json!({
+                    REGION_LABEL: instance.region(),
+                    ZONE_LABEL: instance.zone,
+                });
+                if let Some(instance_type) = spec["instanceType"].as_str() {
+                    labels[INSTANCE_TYPE_LABEL] = json!(instance_type);
+                }
+                json!({
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": { INSTANCE_STATE_ANNOTATION: "running" },
+                    },
+                    "spec": { "providerID": instance.provider_id() },
+                })
+            }
+            Self::Nova(server) => json!({
+                "metadata": { "annotations": { INSTANCE_STATE_ANNOTATION: "ACTIVE" } },
+                "spec": { "providerID": server.provider_id() },
+            }),
+        }
+    }
+
+    /// The status of a provisioned machine: addresses, and AWS's providerStatus (the
+    /// OpenStack actuator writes none).
+    fn provisioned(&self) -> Value {
+        let mut update = phase("Provisioned");
+        match self {
+            Self::Ec2(instance) => {
+                update["addresses"] = instance.addresses();
+                update["providerStatus"] = json!({
+                    "apiVersion": "machine.openshift.io/v1beta1",
+                    "kind": "AWSMachineProviderStatus",
+                    "instanceId": instance.id,
+                    "instanceState": "running",
+                    "conditions": [{
+                        "type": "MachineCreation",
+                        "status": "True",
+                        "reason": "MachineCreationSucceeded",
+                        "message": "Machine successfully created",
+                        "lastTransitionTime": now(),
+                    }],
+                });
+            }
+            Self::Nova(server) => update["addresses"] = server.addresses(),
+        }
+        update
+    }
+
+    /// The host name the Node registers as.
+    fn host_name(&self) -> String {
+        match self {
+            Self::Ec2(instance) => instance.host_name(),
+            Self::Nova(server) => server.name.clone(),
+        }
+    }
 }
 
 /// The Node's name: the host name among the addresses, else the instance's.
-fn node_name(status: &sync_core::api::mapi::MachineStatus, instance: &Instance) -> String {
+fn node_name(status: &sync_core::api::mapi::MachineStatus, vm: &Vm) -> String {
     status
         .addresses
         .iter()
         .flatten()
         .find(|address| address.type_ == "InternalDNS")
         .map(|address| address.address.clone())
-        .unwrap_or_else(|| instance.host_name())
+        .unwrap_or_else(|| vm.host_name())
 }

@@ -1,7 +1,7 @@
 //! Simulated providers: the controllers a cluster would run next to the sync — the Machine
-//! API machine and MachineSet controllers (with the AWS actuator), Cluster API's Machine
-//! and MachineSet controllers and the AWS infrastructure provider (CAPA) — reduced to what
-//! the sync can see, with no cloud behind them.
+//! API machine and MachineSet controllers (with the AWS and OpenStack actuators), Cluster
+//! API's Machine and MachineSet controllers and the AWS and OpenStack infrastructure
+//! providers (CAPA, CAPO) — reduced to what the sync can see, with no cloud behind them.
 //!
 //! They let deletion, status and migration complete on envtest and in `--embedded` mode:
 //! they add and remove their finalizers, move phases, fill provider IDs, node references
@@ -17,10 +17,10 @@
 //! in between is lost. Every reconcile makes at most one write and ends; the watch event
 //! of that write starts the next step.
 
-mod aws_machine;
 mod capi_machine;
 mod capi_machine_set;
 mod conditions;
+mod infra_machine;
 mod instance;
 mod mapi_machine;
 mod mapi_machine_set;
@@ -45,6 +45,8 @@ pub const CAPI_MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";
 pub const CAPI_MACHINE_SET_FINALIZER: &str = "cluster.x-k8s.io/machineset";
 /// The finalizer of the AWS provider's AWSMachine controller.
 pub const AWS_MACHINE_FINALIZER: &str = "awsmachine.infrastructure.cluster.x-k8s.io";
+/// The finalizer of the OpenStack provider's OpenStackMachine controller.
+pub const OPENSTACK_MACHINE_FINALIZER: &str = "openstackmachine.infrastructure.cluster.x-k8s.io";
 
 /// A reconcile that finished without error: which controller (its field manager), which
 /// object, and the resourceVersion it was computed from. Lets a test wait until a
@@ -68,7 +70,9 @@ pub const CAPI_MACHINE_CONTROLLER: &str = capi_machine::MANAGER;
 /// See [`MAPI_MACHINE_CONTROLLER`].
 pub const CAPI_MACHINE_SET_CONTROLLER: &str = capi_machine_set::MANAGER;
 /// See [`MAPI_MACHINE_CONTROLLER`].
-pub const AWS_MACHINE_CONTROLLER: &str = aws_machine::MANAGER;
+pub const AWS_MACHINE_CONTROLLER: &str = infra_machine::AWS.manager;
+/// See [`MAPI_MACHINE_CONTROLLER`].
+pub const OPENSTACK_MACHINE_CONTROLLER: &str = infra_machine::OPENSTACK.manager;
 
 /// The simulated providers, run together.
 pub struct SimulatedProviders {
@@ -115,7 +119,8 @@ impl SimulatedProviders {
             mapi_machine_set::run(shared.clone(), shutdown.clone()),
             capi_machine::run(shared.clone(), shutdown.clone()),
             capi_machine_set::run(shared.clone(), shutdown.clone()),
-            aws_machine::run(shared, shutdown),
+            infra_machine::run(&infra_machine::AWS, shared.clone(), shutdown.clone()),
+            infra_machine::run(&infra_machine::OPENSTACK, shared, shutdown),
         );
         tracing::info!("simulated providers stopped");
     }

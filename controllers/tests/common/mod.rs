@@ -10,7 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use controllers::operator::samples::{deploy_dir, load_samples};
+use controllers::operator::samples::{SamplePlatform, deploy_dir, load_samples};
 use envtest::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -87,10 +87,17 @@ pub async fn env_with_monitoring_crds() -> TestEnv {
     }
 }
 
-/// [`env`] with the samples of `deploy/examples` loaded (as `--embedded` does).
+/// [`env`] with the AWS samples of `deploy/examples` loaded (as `--embedded` does).
 pub async fn env_with_samples() -> TestEnv {
     let env = env().await;
-    match load_samples(&env.client(), &deploy_dir().join("examples"), &|ns| ns.to_owned()).await {
+    match load_samples(
+        &env.client(),
+        &deploy_dir().join("examples"),
+        SamplePlatform::Aws,
+        &|ns| ns.to_owned(),
+    )
+    .await
+    {
         Ok(count) => assert!(count > 0),
         Err(error) => panic!("loading the samples: {error}"),
     }
