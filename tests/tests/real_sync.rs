@@ -422,6 +422,19 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
         (owner.kind.as_str(), owner.uid.as_str()),
         ("MachineSet", set.uid().unwrap_or_default().as_str())
     );
+    // The reverse conversion: the providerSpec is the infrastructure machine's.
+    let provider = mirror
+        .spec
+        .provider_spec
+        .as_ref()
+        .and_then(|p| p.value.as_ref())
+        .map(|v| v.to_value())
+        .unwrap_or_default();
+    assert_eq!(
+        provider[platform.size_field],
+        platform.size(Size::XLarge),
+        "{provider}"
+    );
     let labels = mirror.labels();
     assert_eq!(labels.get(SET_LABEL).map(String::as_str), Some("ws"));
     assert_eq!(
