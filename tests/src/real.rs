@@ -127,9 +127,7 @@ pub const OPENSTACK: TestPlatform = TestPlatform {
     zone: "az0",
     other_zone: "az1",
     size_field: "flavor",
-    root_volume: || {
-        json!({"sizeGiB": 100, "type": "fast", "availabilityZone": {"from": "Name", "name": "cinder-az0"}})
-    },
+    root_volume: || json!({"sizeGiB": 100, "type": "fast", "availabilityZone": {"from": "Name", "name": "cinder-az0"}}),
     crds: &[
         "capo/infrastructure.cluster.x-k8s.io_openstackmachines.yaml",
         "capo/infrastructure.cluster.x-k8s.io_openstackmachinetemplates.yaml",
@@ -262,10 +260,10 @@ async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Clus
             for version in &mut crd.spec.versions {
                 version.storage = version.name == storage;
             }
-            crd.metadata
-                .labels
-                .get_or_insert_with(Default::default)
-                .insert(sync_core::api::CONTRACT_LABEL_V1BETA2.to_owned(), storage.to_owned());
+            crd.metadata.labels.get_or_insert_with(Default::default).insert(
+                sync_core::api::CONTRACT_LABEL_V1BETA2.to_owned(),
+                storage.to_owned(),
+            );
         }
         apply_crd(&cluster.client, &crd).await?;
     }

@@ -81,7 +81,10 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
     let platform = &AWS;
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     create_machine(
         &cluster,
         "w-1",
@@ -163,12 +166,18 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
 async fn machine_set_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor =
-        AuthorityMonitor::start_with_infra::<mapi::MachineSet, capi::MachineSet>(
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::MachineSet, capi::MachineSet>(
         &cluster,
         Some(platform.templates(&cluster)),
     );
-    create_machine_set(&cluster, "s-1", "MachineAPI", 0, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "s-1",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     machine_set_settles(&cluster, "s-1", "MachineAPI", WAIT).await?;
 
     request_machine_set(&cluster, "s-1", "ClusterAPI").await?;
@@ -177,9 +186,7 @@ async fn machine_set_migrates_to_cluster_api_and_back(platform: &TestPlatform) -
     let capi = cluster.capi_machine_sets().get("s-1").await?;
     assert!(!is_paused(&capi));
     let template = capi.spec.template.spec.infrastructure_ref.name.clone();
-    assert!(!is_paused(
-        &platform.templates(&cluster).get(&template).await?
-    ));
+    assert!(!is_paused(&platform.templates(&cluster).get(&template).await?));
 
     request_machine_set(&cluster, "s-1", "MachineAPI").await?;
     let set = machine_set_settles(&cluster, "s-1", "MachineAPI", WAIT).await?;
@@ -257,7 +264,10 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled(platform: &Te
         },
     )
     .await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     create_machine(
         &cluster,
         "w-1",
@@ -374,17 +384,20 @@ async fn machine_api_pair(cluster: &e2e::Cluster, platform: &TestPlatform) -> Te
     // infrastructure machine: no sync write to it is still on its way when a scenario
     // injects faults into infrastructure machine writes.
     let (mapi, infra) = (cluster.mapi_machines(), platform.machines(cluster));
-    eventually("the provider's final status mirrored to the infrastructure machine", || {
-        let (mapi, infra) = (mapi.clone(), infra.clone());
-        async move {
-            let machine = mapi.get("w-1").await?;
-            let status = machine.status.as_ref();
-            let running = status.and_then(|s| s.phase.as_deref()) == Some("Running")
-                && status.is_some_and(|s| s.node_ref.is_some());
-            let mirrored = platform.infra_running(&infra.get("w-1").await?.data);
-            Ok((running && mirrored).then_some(()))
-        }
-    })
+    eventually(
+        "the provider's final status mirrored to the infrastructure machine",
+        || {
+            let (mapi, infra) = (mapi.clone(), infra.clone());
+            async move {
+                let machine = mapi.get("w-1").await?;
+                let status = machine.status.as_ref();
+                let running = status.and_then(|s| s.phase.as_deref()) == Some("Running")
+                    && status.is_some_and(|s| s.node_ref.is_some());
+                let mirrored = platform.infra_running(&infra.get("w-1").await?.data);
+                Ok((running && mirrored).then_some(()))
+            }
+        },
+    )
     .await
 }
 
@@ -398,7 +411,10 @@ fn env(cluster: &e2e::Cluster) -> TestResult<&envtest::TestEnv> {
 async fn a_failed_unpause_is_retried_before_the_final_write(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     machine_api_pair(&cluster, platform).await?;
     env(&cluster)?
         .faults()
@@ -419,7 +435,10 @@ async fn a_failed_unpause_is_retried_before_the_final_write(platform: &TestPlatf
 async fn a_conflict_on_the_final_write_is_retried(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
     // Hold the migration at the unpause of the infrastructure machine (after the CAPI Machine's)...
@@ -454,7 +473,10 @@ async fn a_conflict_on_the_final_write_is_retried(platform: &TestPlatform) -> Te
 async fn a_restarted_operator_resumes_a_migration(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
     faults.fail(Some("patch"), Some(platform.machine_resource), 500, None);
@@ -477,7 +499,10 @@ async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult 
     let platform = &AWS;
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
-    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(&cluster, Some(platform.machines(&cluster)));
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
     machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
     faults.fail(Some("patch"), Some(platform.machine_resource), 500, None);

@@ -117,7 +117,9 @@ async fn machine_api_machine(
     synced_machine(cluster, name, own_generation).await
 }
 
-async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine(platform: &TestPlatform) -> TestResult {
+async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
     let labels = [
@@ -218,7 +220,8 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             .count()
     };
     let before = reconciles();
-    let touched = platform.machines(&cluster)
+    let touched = platform
+        .machines(&cluster)
         .patch(
             "w-1",
             &PatchParams::default(),
@@ -240,7 +243,8 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
         )
         .await?;
-    platform.machines(&cluster)
+    platform
+        .machines(&cluster)
         .patch(
             "w-1",
             &PatchParams::default(),
@@ -286,7 +290,9 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
     sync.stop().await
 }
 
-async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owners(platform: &TestPlatform) -> TestResult {
+async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owners(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, true).await?;
     create_machine(
@@ -343,7 +349,9 @@ async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owne
     sync.stop().await
 }
 
-async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288(platform: &TestPlatform) -> TestResult {
+async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
     create_machine(
@@ -375,10 +383,19 @@ async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_reg
     sync.stop().await
 }
 
-async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror(platform: &TestPlatform) -> TestResult {
+async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
-    let set = create_machine_set(&cluster, "ws", "ClusterAPI", 0, platform.provider_spec(Size::Large)).await?;
+    let set = create_machine_set(
+        &cluster,
+        "ws",
+        "ClusterAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     // The CAPI MachineSet (the sync creates it from the MAPI one) and a Machine of it.
     let sets = cluster.capi_machine_sets();
     let capi_set = eventually("the CAPI MachineSet", || {
@@ -391,10 +408,14 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
         &e2e::infra_resource(platform.machine_kind, platform.version),
     );
     infra.data = json!({"spec": platform.infra_spec(Size::XLarge)});
-    platform.machines(&cluster)
+    platform
+        .machines(&cluster)
         .create(&PostParams::default(), &infra)
         .await?;
-    let mut machine = capi::Machine::new("ws-abc", e2e::capi_machine_spec((platform.machine_kind, "ws-abc")));
+    let mut machine = capi::Machine::new(
+        "ws-abc",
+        e2e::capi_machine_spec((platform.machine_kind, "ws-abc")),
+    );
     machine.spec.cluster_name = CLUSTER_NAME.into();
     machine.spec.failure_domain = Some(platform.other_zone.into());
     machine.metadata.labels = Some(
@@ -491,7 +512,9 @@ fn no_hook_errors(sync: &RealSync, name: &str) -> TestResult {
     Ok(())
 }
 
-async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order(platform: &TestPlatform) -> TestResult {
+async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, true).await?;
     machine_api_machine(&cluster, platform, "w-1").await?;
@@ -606,7 +629,9 @@ async fn an_infra_machine_spec_change_recreates_it(platform: &TestPlatform) -> T
     sync.stop().await
 }
 
-async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries(platform: &TestPlatform) -> TestResult {
+async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
     // Owned by a ControlPlaneMachineSet.
@@ -692,16 +717,26 @@ async fn synced_set(
 }
 
 async fn templates(cluster: &Cluster, platform: &TestPlatform, set: &str) -> TestResult<Vec<String>> {
-    let list = platform.templates(cluster)
+    let list = platform
+        .templates(cluster)
         .list(&kube::api::ListParams::default().labels(&format!("{SET_LABEL}={set}")))
         .await?;
     Ok(list.items.iter().map(ResourceExt::name_any).collect())
 }
 
-async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295(platform: &TestPlatform) -> TestResult {
+async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
-    create_machine_set(&cluster, "ws", "MachineAPI", 2, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "ws",
+        "MachineAPI",
+        2,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let set = synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
     assert!(finalizers_of(&set).contains(&SYNC_FINALIZER.to_owned()));
     let capi = capi_set(&cluster, "ws").await?;
@@ -716,7 +751,10 @@ async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change
         first.starts_with("ws-") && first.len() == "ws-".len() + 8,
         "{first}"
     );
-    assert_eq!(templates(&cluster, platform, "ws").await?, std::slice::from_ref(&first));
+    assert_eq!(
+        templates(&cluster, platform, "ws").await?,
+        std::slice::from_ref(&first)
+    );
     let template = platform.templates(&cluster).get(&first).await?;
     assert_eq!(
         template.data["spec"]["template"]["spec"][platform.size_field],
@@ -756,10 +794,19 @@ async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change
     sync.stop().await
 }
 
-async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases(platform: &TestPlatform) -> TestResult {
+async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
-    create_machine_set(&cluster, "ws", "ClusterAPI", 1, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "ws",
+        "ClusterAPI",
+        1,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let capi = capi_set(&cluster, "ws").await?;
     assert!(!capi.annotations().contains_key(PAUSED_ANNOTATION));
     // CAPI drives: a replica change there reaches the MAPI set, selector and authority kept.
@@ -810,11 +857,20 @@ async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_onl
     sync.stop().await
 }
 
-async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates(platform: &TestPlatform) -> TestResult {
+async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
     // MAPI drives: deleting the MAPI set deletes the CAPI set and its templates.
-    create_machine_set(&cluster, "wm", "MachineAPI", 0, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "wm",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     synced_set(&cluster, "wm", |s| s.metadata.generation).await?;
     assert_eq!(templates(&cluster, platform, "wm").await?.len(), 1);
     cluster
@@ -830,7 +886,14 @@ async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templat
     .await?;
 
     // CAPI drives: deleting the CAPI set deletes its MAPI mirror.
-    create_machine_set(&cluster, "wc", "ClusterAPI", 0, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "wc",
+        "ClusterAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let capi_generation = capi_set(&cluster, "wc").await?.metadata.generation;
     synced_set(&cluster, "wc", |_| capi_generation).await?;
     cluster
@@ -844,7 +907,9 @@ async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templat
     sync.stop().await
 }
 
-async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries(platform: &TestPlatform) -> TestResult {
+async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
     // A live owner (an owner that does not exist would have the garbage collector delete
@@ -897,7 +962,10 @@ fn merge(value: &mut serde_json::Value, patch: &serde_json::Value) {
                 if change.is_null() {
                     object.remove(key);
                 } else {
-                    merge(object.entry(key.clone()).or_insert(serde_json::Value::Null), change);
+                    merge(
+                        object.entry(key.clone()).or_insert(serde_json::Value::Null),
+                        change,
+                    );
                 }
             }
         }
@@ -914,7 +982,9 @@ async fn first_outcome(sync: &RealSync, controller: &str, name: &str) -> TestRes
     Ok(first.outcome)
 }
 
-async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them(platform: &TestPlatform) -> TestResult {
+async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them(
+    platform: &TestPlatform,
+) -> TestResult {
     use sync_core::{Outcome, SkipReason, SyncPair};
     let machines = controllers::machine::MachineSync::NAME;
     let cluster = cluster_on(platform).await?;
@@ -1023,7 +1093,9 @@ async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> 
 /// A second writer that replaces the whole list without the sync's conditions each time
 /// it sees them: the sync restores them a bounded number of times, then holds off and
 /// names the other manager in a Warning Event.
-async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought(platform: &TestPlatform) -> TestResult {
+async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought(
+    platform: &TestPlatform,
+) -> TestResult {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
     const HOSTILE: &str = "hostile-writer";
@@ -1071,11 +1143,7 @@ async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought(platfo
         "{}",
         contest.note
     );
-    assert!(
-        contest.note.contains(platform.machine_kind),
-        "{}",
-        contest.note
-    );
+    assert!(contest.note.contains(platform.machine_kind), "{}", contest.note);
     // Held off: the sync does not write again until the hold-off (a minute) is over,
     // however often the other writer looks.
     let before = infra.get("w-1").await?;
@@ -1142,7 +1210,9 @@ async fn mirrors_never_carry_the_last_applied_configuration(platform: &TestPlatf
 /// someone else created under the name of a new MachineAPI-authoritative MAPI set: the
 /// pair is Synchronized=False with its own reason and a Warning Event, and the CAPI set
 /// keeps its infrastructureRef, with nothing of the sync's on it.
-async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create(platform: &TestPlatform) -> TestResult {
+async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create(
+    platform: &TestPlatform,
+) -> TestResult {
     // Without the admission policies, which refuse this before the sync sees it.
     let cluster = cluster_without_policies_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
@@ -1166,7 +1236,14 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create(p
         .capi_machine_sets()
         .create(&PostParams::default(), &hand_made)
         .await?;
-    create_machine_set(&cluster, "taken", "MachineAPI", 0, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "taken",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let api = cluster.mapi_machine_sets();
     let refused = eventually("Synchronized=False CAPIObjectNotCreatedBySync", || {
         let api = api.clone();
@@ -1217,11 +1294,20 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create(p
 /// Without admission policies, a field a user adds to a CAPI mirror's spec is taken out
 /// within one reconcile, with a Warning Event naming it, and a field the user changes is
 /// put back; the MAPI source is untouched.
-async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported(platform: &TestPlatform) -> TestResult {
+async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported(
+    platform: &TestPlatform,
+) -> TestResult {
     // Without the admission policies, which refuse this before the sync sees it.
     let cluster = cluster_without_policies_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, false).await?;
-    create_machine_set(&cluster, "drift", "MachineAPI", 1, platform.provider_spec(Size::Large)).await?;
+    create_machine_set(
+        &cluster,
+        "drift",
+        "MachineAPI",
+        1,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let api = cluster.capi_machine_sets();
     eventually("the CAPI MachineSet", || {
         let api = api.clone();
