@@ -234,21 +234,28 @@ pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
 
 /// Applies the platform's provider CRDs from `envtest/tests/fixtures/upstream-crds`.
 ///
-/// CAPO serves OpenStackMachines in v1beta1 and v1beta2 with v1beta2 stored, and converts
-/// between them with a webhook, which envtest (like a real API server without the webhook)
-/// does not call: it converts with the `None` strategy, rewriting `apiVersion` only and
-/// pruning against the target version's schema. The conversion writes v1beta1; stored as
-/// v1beta2 its fields would be pruned to v1beta2's (`spec.flavorID`,
-/// `spec.ports[].disablePortSecurity` dropped; `spec.flavor` is a string in v1beta1 and an
-/// object in v1beta2), so the objects the sync reads back would not be the ones it wrote.
-/// And without a contract label the infrastructure tracker
-/// (`sync_core::infra::resolve`) watches a kind at the group's preferred version,
-/// v1beta2. So, for such a platform ([`TestPlatform::storage`]), the CRDs are applied
-/// with v1beta1 as their storage version (the parsed CRD is edited, not the fixture), and
-/// labelled `cluster.x-k8s.io/v1beta2: v1beta1`, the contract label with which a
-/// provider's kustomization (`commonLabels` of CAPO's `config/crd/kustomization.yaml`)
-/// names the versions implementing the contract, so the tracker resolves v1beta1 as
-/// Cluster API would.
+/// CAPO serves OpenStackMachines (and their templates) in v1beta1 and v1beta2, v1beta2
+/// stored, converting between them with a webhook that its kustomization adds. The
+/// fixtures are `config/crd/bases`, without it, and envtest calls no webhook anyway: it
+/// converts with the `None` strategy, rewriting `apiVersion` and pruning against the target
+/// version's schema (`envtest/src/resources/versions.rs`). The conversion writes v1beta1,
+/// whose shapes v1beta2 does not share: `spec.flavor` is a string in v1beta1 and an object
+/// (`{id, filter}`) in v1beta2, `spec.flavorID` and `spec.ports[].disablePortSecurity` are
+/// v1beta1's only, and v1beta2's conditions require a `reason`. And without a contract
+/// label the infrastructure tracker (`sync_core::infra::resolve`) resolves a kind to the
+/// group's preferred version, v1beta2, and the sync then writes the objects at v1beta2.
+/// With the CRDs as they are, 7 of the 17 OpenStack real-sync scenarios failed: the
+/// objects were created, but every update the sync made through v1beta2 was refused (422
+/// `spec.flavor in body must be of type object: "string"`, `status.conditions[0].reason:
+/// Required value`) and retried with backoff.
+///
+/// So, for such a platform ([`TestPlatform::storage`]), the CRDs are applied with v1beta1
+/// as their storage version (the parsed CRD is edited, not the fixture file) and labelled
+/// `cluster.x-k8s.io/v1beta2: v1beta1`: the contract label, which a provider's
+/// kustomization puts on its CRDs (`commonLabels` of `config/crd/kustomization.yaml`) to
+/// name the versions implementing a Cluster API contract, so the tracker resolves v1beta1,
+/// as Cluster API would, and reads and writes the objects in the version they are stored
+/// in.
 async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Cluster> {
     crate::init_logging();
     let fixtures =
