@@ -247,7 +247,9 @@ pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
 /// With the CRDs as they are, 7 of the 17 OpenStack real-sync scenarios failed: the
 /// objects were created, but every update the sync made through v1beta2 was refused (422
 /// `spec.flavor in body must be of type object: "string"`, `status.conditions[0].reason:
-/// Required value`) and retried with backoff.
+/// Required value`) and retried with backoff. With the label alone (v1beta2 still stored,
+/// so v1beta1 objects pruned to v1beta2's schema on the way in), the conflicting-writer
+/// scenario failed: no `ConflictingWriter` Event within the bound.
 ///
 /// So, for such a platform ([`TestPlatform::storage`]), the CRDs are applied with v1beta1
 /// as their storage version (the parsed CRD is edited, not the fixture file) and labelled
