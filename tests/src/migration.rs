@@ -45,6 +45,16 @@ impl AuthorityMonitor {
         M: sync_core::MapiObject,
         C: sync_core::SyncObject,
     {
+        Self::start_with_infra::<M, C>(cluster, infra_kind.map(|kind| aws(cluster, kind)))
+    }
+
+    /// [`AuthorityMonitor::start`] with the infrastructure objects of `infra` (any
+    /// platform's: [`crate::real::TestPlatform::machines`] or `templates`).
+    pub fn start_with_infra<M, C>(cluster: &Cluster, infra: Option<Api<DynamicObject>>) -> Self
+    where
+        M: sync_core::MapiObject,
+        C: sync_core::SyncObject,
+    {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         let mapi = Api::<M>::namespaced(cluster.client.clone(), &cluster.namespaces.mapi);
@@ -61,9 +71,9 @@ impl AuthorityMonitor {
             |o: &C| Seen::CapiPaused(paused(o)),
             |o| o.name_any(),
         ));
-        if let Some(kind) = infra_kind {
+        if let Some(infra) = infra {
             tasks.push(record(
-                aws(cluster, kind),
+                infra,
                 events.clone(),
                 |o: &DynamicObject| Seen::InfraPaused(paused(o)),
                 |o| {

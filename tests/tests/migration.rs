@@ -2,6 +2,14 @@
 //! providers (as the operator's ServiceAccount: any Forbidden fails the scenario). Each
 //! scenario ends by replaying every watch event of the pair in resourceVersion order
 //! ([`AuthorityMonitor`]): never two driving sides.
+//!
+//! The scenarios run on AWS and OpenStack (`scenario::aws`, `scenario::openstack`, by
+//! [`on_each_platform!`]) unless they need the infrastructure provider to report an
+//! infrastructure machine `Paused` (every migration of a Machine back to the Machine API
+//! with the simulated providers running): the simulated providers only know AWSMachines,
+//! so those are AWS-only `#[tokio::test]`s, each marked `// OpenStack: needs the simulated
+//! CAPO provider`. Scenarios without providers stand in for it themselves
+//! ([`infra_reports_paused`]) and run on both.
 
 use std::time::Duration;
 
@@ -11,7 +19,7 @@ use e2e::migration::{
     machine_settles, migration, request_machine, request_machine_set, wait_for_events,
 };
 use e2e::real::{
-    RealSync, aws, aws_cluster, create_aws_machine, create_aws_machine_set, eventually, provider_spec,
+    AWS, OPENSTACK, RealSync, Size, TestPlatform, cluster_on, create_machine, create_machine_set, eventually,
 };
 use e2e::{TestResult, WAIT};
 use kube::ResourceExt;
@@ -20,6 +28,35 @@ use serde_json::json;
 use sync_core::api::{capi, mapi};
 use sync_core::toolkit::SYNC_FINALIZER;
 use sync_core::toolkit::condition;
+
+/// `scenario::aws` and `scenario::openstack`: `scenario(&AWS)` and `scenario(&OPENSTACK)`.
+macro_rules! on_each_platform {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn aws() -> TestResult {
+                super::$scenario(&AWS).await
+            }
+
+            #[tokio::test]
+            async fn openstack() -> TestResult {
+                super::$scenario(&OPENSTACK).await
+            }
+        }
+    )*};
+}
+
+on_each_platform!(
+    machine_set_migrates_to_cluster_api_and_back,
+    a_request_waits_for_the_sync_before_migrating,
+    a_pause_that_never_comes_is_reported_and_can_be_cancelled,
+    a_failed_unpause_is_retried_before_the_final_write,
+    a_conflict_on_the_final_write_is_retried,
+    a_restarted_operator_resumes_a_migration,
+    a_capi_side_change_alone_moves_a_migration_on,
+);
 
 fn config() -> MigrationConfig {
     MigrationConfig::default()
@@ -38,18 +75,23 @@ async fn mapi_paused(cluster: &e2e::Cluster, name: &str, paused: bool) -> TestRe
     .await
 }
 
+// OpenStack: needs the simulated CAPO provider
 #[tokio::test]
 async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    create_aws_machine(
+    let platform = &AWS;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    create_machine(
         &cluster,
         "w-1",
         "MachineAPI",
         &[("team", "a")],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
@@ -64,7 +106,7 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
         "the CAPI Machine drives: {:?}",
         capi.annotations()
     );
-    assert!(!is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?));
+    assert!(!is_paused(&platform.machines(&cluster).get("w-1").await?));
     assert!(capi.finalizers().contains(&SYNC_FINALIZER.to_owned()));
     assert_eq!(machine.labels().get("team").map(String::as_str), Some("a"));
     mapi_paused(&cluster, "w-1", true).await?;
@@ -86,7 +128,7 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
     assert_eq!(migration(&machine), Some(("True".into(), "Migrated".into())));
     let capi = cluster.capi_machines().get("w-1").await?;
     assert!(is_paused(&capi));
-    assert!(is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?));
+    assert!(is_paused(&platform.machines(&cluster).get("w-1").await?));
     let paused = eventually("the CAPI Machine reports Paused", || async {
         let capi = cluster.capi_machines().get("w-1").await?;
         Ok(
@@ -121,13 +163,21 @@ async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
     sync.stop().await
 }
 
-#[tokio::test]
-async fn machine_set_migrates_to_cluster_api_and_back() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor =
-        AuthorityMonitor::start::<mapi::MachineSet, capi::MachineSet>(&cluster, Some("AWSMachineTemplate"));
-    create_aws_machine_set(&cluster, "s-1", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+async fn machine_set_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::MachineSet, capi::MachineSet>(
+        &cluster,
+        Some(platform.templates(&cluster)),
+    );
+    create_machine_set(
+        &cluster,
+        "s-1",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     machine_set_settles(&cluster, "s-1", "MachineAPI", WAIT).await?;
 
     request_machine_set(&cluster, "s-1", "ClusterAPI").await?;
@@ -136,9 +186,7 @@ async fn machine_set_migrates_to_cluster_api_and_back() -> TestResult {
     let capi = cluster.capi_machine_sets().get("s-1").await?;
     assert!(!is_paused(&capi));
     let template = capi.spec.template.spec.infrastructure_ref.name.clone();
-    assert!(!is_paused(
-        &aws(&cluster, "AWSMachineTemplate").get(&template).await?
-    ));
+    assert!(!is_paused(&platform.templates(&cluster).get(&template).await?));
 
     request_machine_set(&cluster, "s-1", "MachineAPI").await?;
     let set = machine_set_settles(&cluster, "s-1", "MachineAPI", WAIT).await?;
@@ -157,14 +205,16 @@ async fn machine_set_migrates_to_cluster_api_and_back() -> TestResult {
 
 /// The synchronized check comes before `Migrating`: a pair whose mirror is not in sync
 /// waits (and says so), and migrates once the sync catches up.
-#[tokio::test]
-async fn a_request_waits_for_the_sync_before_migrating() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let mut bad = provider_spec("m6i.large");
-    bad["networkInterfaceType"] = json!("Unsupported");
-    bad["deviceIndex"] = json!(2);
-    create_aws_machine(&cluster, "w-1", "MachineAPI", &[], None, bad).await?;
+async fn a_request_waits_for_the_sync_before_migrating(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    // A providerSpec the conversion refuses.
+    let (unconvertible, fix) = platform.unconvertible();
+    let mut bad = platform.provider_spec(Size::Large);
+    for (key, value) in unconvertible.as_object().into_iter().flatten() {
+        bad[key] = value.clone();
+    }
+    create_machine(&cluster, "w-1", "MachineAPI", &[], None, bad).await?;
     eventually("Synchronized=False", || async {
         let m = cluster.mapi_machines().get("w-1").await?;
         Ok((e2e::real::synchronized(&m).is_some_and(|(s, _)| s == "False")).then_some(()))
@@ -194,53 +244,37 @@ async fn a_request_waits_for_the_sync_before_migrating() -> TestResult {
         .patch(
             "w-1",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"providerSpec": {"value": provider_spec("m6i.large")}}})),
+            &Patch::Merge(json!({"spec": {"providerSpec": {"value": fix}}})),
         )
         .await?;
-    let json_patch = json!([{"op": "remove", "path": "/spec/providerSpec/value/deviceIndex"}]);
-    let _ = cluster
-        .mapi_machines()
-        .patch(
-            "w-1",
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(json_patch)?),
-        )
-        .await;
-    let _ = cluster
-        .mapi_machines()
-        .patch(
-            "w-1",
-            &PatchParams::default(),
-            &Patch::<()>::Json(serde_json::from_value(
-                json!([{"op": "remove", "path": "/spec/providerSpec/value/networkInterfaceType"}]),
-            )?),
-        )
-        .await;
     machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
     sync.stop().await
 }
 
 /// Without providers nothing reports Paused: after the stall timeout the migration says
 /// why (condition and Warning Event); changing the request back cancels it.
-#[tokio::test]
-async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(
+async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(
         &cluster,
+        platform,
         false,
         MigrationConfig {
             stall_timeout: Duration::from_secs(1),
         },
     )
     .await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    create_aws_machine(
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    create_machine(
         &cluster,
         "w-1",
         "MachineAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
@@ -287,7 +321,7 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
         .capi_machines()
         .patch_status("w-1", &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
-    infra_reports_paused(&cluster, "w-1").await?;
+    infra_reports_paused(&cluster, platform, "w-1").await?;
     let machine = machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     assert_eq!(migration(&machine), Some(("True".into(), "RolledBack".into())));
     assert!(is_paused(&cluster.capi_machines().get("w-1").await?));
@@ -302,13 +336,14 @@ async fn a_pause_that_never_comes_is_reported_and_can_be_cancelled() -> TestResu
     sync.stop().await
 }
 
-/// The AWSMachine `name` reports `Paused=True`, as CAPA does once it sees the annotation
-/// (the tests without providers stand in for it).
-async fn infra_reports_paused(cluster: &e2e::Cluster, name: &str) -> TestResult {
+/// The infrastructure machine `name` reports `Paused=True`, as CAPA (or CAPO) does once it
+/// sees the annotation (the tests without providers stand in for it).
+async fn infra_reports_paused(cluster: &e2e::Cluster, platform: &TestPlatform, name: &str) -> TestResult {
     let paused = json!({"status": {"conditions": [{
         "type": "Paused", "status": "True", "reason": "Paused", "message": "paused by annotation",
         "severity": "Info", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
-    aws(cluster, "AWSMachine")
+    platform
+        .machines(cluster)
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
     Ok(())
@@ -333,33 +368,36 @@ async fn capi_unpaused_mid_migration(cluster: &e2e::Cluster, name: &str) -> Test
     .await
 }
 
-async fn machine_api_pair(cluster: &e2e::Cluster) -> TestResult {
-    create_aws_machine(
+async fn machine_api_pair(cluster: &e2e::Cluster, platform: &TestPlatform) -> TestResult {
+    create_machine(
         cluster,
         "w-1",
         "MachineAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     machine_settles(cluster, "w-1", "MachineAPI", WAIT).await?;
     mapi_paused(cluster, "w-1", false).await?;
     // The simulated provider's last status (Running, with a node) copied to the
-    // AWSMachine: no sync write to it is still on its way when a scenario injects faults
-    // into AWSMachine writes.
-    let (mapi, infra) = (cluster.mapi_machines(), aws(cluster, "AWSMachine"));
-    eventually("the provider's final status mirrored to the AWSMachine", || {
-        let (mapi, infra) = (mapi.clone(), infra.clone());
-        async move {
-            let machine = mapi.get("w-1").await?;
-            let status = machine.status.as_ref();
-            let running = status.and_then(|s| s.phase.as_deref()) == Some("Running")
-                && status.is_some_and(|s| s.node_ref.is_some());
-            let mirrored = infra.get("w-1").await?.data["status"]["instanceState"] == "running";
-            Ok((running && mirrored).then_some(()))
-        }
-    })
+    // infrastructure machine: no sync write to it is still on its way when a scenario
+    // injects faults into infrastructure machine writes.
+    let (mapi, infra) = (cluster.mapi_machines(), platform.machines(cluster));
+    eventually(
+        "the provider's final status mirrored to the infrastructure machine",
+        || {
+            let (mapi, infra) = (mapi.clone(), infra.clone());
+            async move {
+                let machine = mapi.get("w-1").await?;
+                let status = machine.status.as_ref();
+                let running = status.and_then(|s| s.phase.as_deref()) == Some("Running")
+                    && status.is_some_and(|s| s.node_ref.is_some());
+                let mirrored = platform.infra_running(&infra.get("w-1").await?.data);
+                Ok((running && mirrored).then_some(()))
+            }
+        },
+    )
     .await
 }
 
@@ -370,18 +408,20 @@ fn env(cluster: &e2e::Cluster) -> TestResult<&envtest::TestEnv> {
 /// Upstream #309: the final write came before the unpause, so a failed unpause was never
 /// retried and the machine stayed paused under Cluster API. Here the unpause fails three
 /// times, is retried, and the final write waits for it.
-#[tokio::test]
-async fn a_failed_unpause_is_retried_before_the_final_write() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    machine_api_pair(&cluster).await?;
+async fn a_failed_unpause_is_retried_before_the_final_write(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    machine_api_pair(&cluster, platform).await?;
     env(&cluster)?
         .faults()
-        .fail(Some("patch"), Some("awsmachines"), 500, Some(3));
+        .fail(Some("patch"), Some(platform.machine_resource), 500, Some(3));
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
-    assert!(!is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?));
+    assert!(!is_paused(&platform.machines(&cluster).get("w-1").await?));
     assert!(
         failed_migrations(&sync, "w-1") >= 1,
         "the unpause failed and was retried"
@@ -392,22 +432,24 @@ async fn a_failed_unpause_is_retried_before_the_final_write() -> TestResult {
 
 /// The final write refused (409) until the fault goes: the pair stays Migrating with the
 /// new side running, then completes; nothing is written out of order.
-#[tokio::test]
-async fn a_conflict_on_the_final_write_is_retried() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    machine_api_pair(&cluster).await?;
+async fn a_conflict_on_the_final_write_is_retried(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
-    // Hold the migration at the unpause of the AWSMachine (after the CAPI Machine's)...
-    faults.fail(Some("patch"), Some("awsmachines"), 500, None);
+    // Hold the migration at the unpause of the infrastructure machine (after the CAPI Machine's)...
+    faults.fail(Some("patch"), Some(platform.machine_resource), 500, None);
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     capi_unpaused_mid_migration(&cluster, "w-1").await?;
     // ... then let the unpause through and refuse every Machine write, the final one too.
     faults.clear();
     faults.fail(Some("patch"), Some("machines"), 409, None);
-    eventually("the AWSMachine unpaused", || async {
-        Ok((!is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?)).then_some(()))
+    eventually("the infrastructure machine unpaused", || async {
+        Ok((!is_paused(&platform.machines(&cluster).get("w-1").await?)).then_some(()))
     })
     .await?;
     let before = failed_migrations(&sync, "w-1");
@@ -428,35 +470,42 @@ async fn a_conflict_on_the_final_write_is_retried() -> TestResult {
 
 /// The operator stops in the middle of a migration (the new side half unpaused); a new
 /// one resumes from what the objects say.
-#[tokio::test]
-async fn a_restarted_operator_resumes_a_migration() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    machine_api_pair(&cluster).await?;
+async fn a_restarted_operator_resumes_a_migration(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
-    faults.fail(Some("patch"), Some("awsmachines"), 500, None);
+    faults.fail(Some("patch"), Some(platform.machine_resource), 500, None);
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     capi_unpaused_mid_migration(&cluster, "w-1").await?;
     sync.stop().await?;
     faults.clear();
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
     machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
-    assert!(!is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?));
+    assert!(!is_paused(&platform.machines(&cluster).get("w-1").await?));
     monitor.check()?;
     sync.stop().await
 }
 
 /// A cancel after the new side was unpaused: it is paused again, seen paused, and only
 /// then does the previous authority resume.
+// OpenStack: needs the simulated CAPO provider
 #[tokio::test]
 async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    let monitor = AuthorityMonitor::start::<mapi::Machine, capi::Machine>(&cluster, Some("AWSMachine"));
-    machine_api_pair(&cluster).await?;
+    let platform = &AWS;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
+        &cluster,
+        Some(platform.machines(&cluster)),
+    );
+    machine_api_pair(&cluster, platform).await?;
     let faults = env(&cluster)?.faults();
-    faults.fail(Some("patch"), Some("awsmachines"), 500, None);
+    faults.fail(Some("patch"), Some(platform.machine_resource), 500, None);
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     capi_unpaused_mid_migration(&cluster, "w-1").await?;
     request_machine(&cluster, "w-1", "MachineAPI").await?;
@@ -464,7 +513,7 @@ async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult 
     let machine = machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     assert_eq!(migration(&machine), Some(("True".into(), "RolledBack".into())));
     assert!(is_paused(&cluster.capi_machines().get("w-1").await?));
-    assert!(is_paused(&aws(&cluster, "AWSMachine").get("w-1").await?));
+    assert!(is_paused(&platform.machines(&cluster).get("w-1").await?));
     wait_for_events(
         &cluster,
         &cluster.namespaces.mapi,
@@ -477,11 +526,13 @@ async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult 
 }
 
 /// Watches dropped and expired throughout two migrations: the relists bring every step.
+// OpenStack: needs the simulated CAPO provider
 #[tokio::test]
 async fn migrations_survive_dropped_and_expired_watches() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    machine_api_pair(&cluster).await?;
+    let platform = &AWS;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    machine_api_pair(&cluster, platform).await?;
     let shared = env(&cluster)?.shared();
     let chaos = tokio::spawn(async move {
         for round in 0..40 {
@@ -507,17 +558,16 @@ async fn migrations_survive_dropped_and_expired_watches() -> TestResult {
 /// no providers and a stall timeout far away, only the CAPI watches can move it here.
 /// The InfraMachine reports Paused late: until it does, the CAPI Machine's Paused alone
 /// does not end the wait (upstream waits for both).
-#[tokio::test]
-async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, false, config()).await?;
-    create_aws_machine(
+async fn a_capi_side_change_alone_moves_a_migration_on(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, false, config()).await?;
+    create_machine(
         &cluster,
         "w-1",
         "ClusterAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
@@ -544,7 +594,7 @@ async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
         .capi_machines()
         .patch_status("w-1", &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
-    // The CAPI Machine's change is seen, and the migration still waits for the AWSMachine.
+    // The CAPI Machine's change is seen, and the migration still waits for the infrastructure machine.
     eventually("a migration reconcile after the CAPI Machine paused", || async {
         Ok((reconciled() > before).then_some(()))
     })
@@ -559,7 +609,7 @@ async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
         message.as_deref(),
         Some("waiting for ClusterAPI to report Paused=True, on its object and its infrastructure object")
     );
-    infra_reports_paused(&cluster, "w-1").await?;
+    infra_reports_paused(&cluster, platform, "w-1").await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     sync.stop().await
 }
@@ -567,11 +617,13 @@ async fn a_capi_side_change_alone_moves_a_migration_on() -> TestResult {
 /// Upstream #313: resetting the sync status took server-side-apply ownership of every
 /// condition. Another controller's condition survives two migrations untouched, and each
 /// of the migration's managers owns only its own fields.
+// OpenStack: needs the simulated CAPO provider
 #[tokio::test]
 async fn the_migration_owns_only_its_own_conditions() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start_migrating(&cluster, true, config()).await?;
-    machine_api_pair(&cluster).await?;
+    let platform = &AWS;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
+    machine_api_pair(&cluster, platform).await?;
     let theirs = json!({
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
         "metadata": {"name": "w-1"},

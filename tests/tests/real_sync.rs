@@ -1,14 +1,27 @@
-//! The real sync end to end: the AWS hooks on envtest as the operator's ServiceAccount
-//! (any Forbidden fails the scenario), with the simulated providers where a scenario needs
-//! another controller's work (finalizers, phases, status). One scenario per behaviour;
-//! regression scenarios name the upstream bug.
+//! The real sync end to end: a platform's hooks on envtest as the operator's
+//! ServiceAccount (any Forbidden fails the scenario: the RBAC covers that platform's
+//! kinds), with the simulated providers where a scenario needs another controller's work
+//! (finalizers, phases, status). One scenario per behaviour; regression scenarios name the
+//! upstream bug.
+//!
+//! Every scenario is `async fn scenario(platform: &TestPlatform)`, run on AWS and on
+//! OpenStack by [`on_each_platform!`] as `scenario::aws` and `scenario::openstack`, so a
+//! failure names the platform. AWS-only, as `#[tokio::test]`s of their own:
+//!
+//! * `the_aws_machine_conditions_are_merged_with_the_provider_s_by_type`: the provider's
+//!   own `Paused` condition comes from the simulated CAPA AWSMachine controller; there is
+//!   no simulated CAPO provider (yet) to write an OpenStackMachine's.
+//!
+//! The simulated Machine API provider is AWS's (an `aws:///` providerID, an
+//! `AWSMachineProviderStatus`) on both platforms: the scenarios that use it assert what
+//! the sync does with the phase, addresses, finalizers and conditions, which the
+//! OpenStack conversion reads the same way (it ignores the providerStatus).
 
 use std::collections::BTreeMap;
 
 use e2e::real::{
-    AWS_VERSION, CLUSTER_NAME, RealSync, aws, aws_cluster, aws_cluster_without_policies, create_aws_machine,
-    create_aws_machine_set, create_owned_aws_machine_set, eventually, finalizers_of, provider_spec,
-    synchronized,
+    AWS, CLUSTER_NAME, OPENSTACK, RealSync, Size, TestPlatform, cluster_on, cluster_without_policies_on,
+    create_machine, create_machine_set, create_owned_machine_set, eventually, finalizers_of, synchronized,
 };
 use e2e::{Cluster, TestResult};
 use kube::ResourceExt;
@@ -19,6 +32,45 @@ use sync_core::toolkit::SYNC_FINALIZER;
 use sync_core::toolkit::pause::PAUSED_ANNOTATION;
 
 const SET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
+
+/// `scenario::aws` and `scenario::openstack`: `scenario(&AWS)` and `scenario(&OPENSTACK)`.
+macro_rules! on_each_platform {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn aws() -> TestResult {
+                super::$scenario(&AWS).await
+            }
+
+            #[tokio::test]
+            async fn openstack() -> TestResult {
+                super::$scenario(&OPENSTACK).await
+            }
+        }
+    )*};
+}
+
+on_each_platform!(
+    machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine,
+    status_is_copied_once_synchronized_and_other_conditions_keep_their_owners,
+    cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288,
+    capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror,
+    deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order,
+    deleting_a_cluster_api_machine_deletes_its_mapi_mirror,
+    an_infra_machine_spec_change_recreates_it,
+    control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries,
+    machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295,
+    cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases,
+    deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates,
+    a_machine_set_with_owner_references_is_synchronized_false_without_retries,
+    a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them,
+    a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought,
+    mirrors_never_carry_the_last_applied_configuration,
+    a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create,
+    a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported,
+);
 
 async fn synced_machine(
     cluster: &Cluster,
@@ -47,28 +99,41 @@ fn own_generation(machine: &mapi::Machine) -> Option<i64> {
     machine.metadata.generation
 }
 
-/// A MachineAPI-authoritative AWS Machine, once Synchronized=True at its generation.
-async fn machine_api_machine(cluster: &Cluster, name: &str) -> TestResult<mapi::Machine> {
-    create_aws_machine(cluster, name, "MachineAPI", &[], None, provider_spec("m6i.large")).await?;
+/// A MachineAPI-authoritative Machine, once Synchronized=True at its generation.
+async fn machine_api_machine(
+    cluster: &Cluster,
+    platform: &TestPlatform,
+    name: &str,
+) -> TestResult<mapi::Machine> {
+    create_machine(
+        cluster,
+        name,
+        "MachineAPI",
+        &[],
+        None,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     synced_machine(cluster, name, own_generation).await
 }
 
-#[tokio::test]
-async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     let labels = [
         ("machine.openshift.io/cluster-api-machine-role", "worker"),
-        ("machine.openshift.io/instance-type", "m6i.large"),
+        ("machine.openshift.io/instance-type", platform.size(Size::Large)),
         ("team", "a"),
     ];
-    create_aws_machine(
+    create_machine(
         &cluster,
         "w-1",
         "MachineAPI",
         &labels,
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
@@ -76,7 +141,7 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
 
     let machine = cluster.capi_machines().get("w-1").await?;
     assert_eq!(machine.spec.cluster_name, CLUSTER_NAME);
-    assert_eq!(machine.spec.failure_domain.as_deref(), Some("us-east-1a"));
+    assert_eq!(machine.spec.failure_domain.as_deref(), Some(platform.zone));
     assert_eq!(
         machine.spec.bootstrap.data_secret_name.as_deref(),
         Some("worker-user-data")
@@ -89,7 +154,7 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             .and_then(|d| d.node_deletion_timeout_seconds),
         Some(10)
     );
-    assert_eq!(machine.spec.infrastructure_ref.kind, "AWSMachine");
+    assert_eq!(machine.spec.infrastructure_ref.kind, platform.machine_kind);
     assert_eq!(
         machine.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
         Some("")
@@ -108,12 +173,12 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
         ["machine.cluster.x-k8s.io", SYNC_FINALIZER]
     );
 
-    let infra = aws(&cluster, "AWSMachine").get("w-1").await?;
-    assert_eq!(infra.data["spec"]["instanceType"], "m6i.large");
+    let infra = platform.machines(&cluster).get("w-1").await?;
     assert_eq!(
-        infra.data["spec"]["rootVolume"],
-        json!({"size": 120, "type": "gp3"})
+        infra.data["spec"][platform.size_field],
+        platform.size(Size::Large)
     );
+    assert_eq!(infra.data["spec"]["rootVolume"], (platform.root_volume)());
     assert_eq!(
         infra.annotations().get(PAUSED_ANNOTATION).map(String::as_str),
         Some("")
@@ -122,7 +187,7 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
         .owner_references()
         .first()
         .cloned()
-        .ok_or("AWSMachine without owner")?;
+        .ok_or("infrastructure machine without owner")?;
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
         ("Machine", "w-1", machine.uid().unwrap_or_default().as_str())
@@ -155,7 +220,8 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             .count()
     };
     let before = reconciles();
-    let touched = aws(&cluster, "AWSMachine")
+    let touched = platform
+        .machines(&cluster)
         .patch(
             "w-1",
             &PatchParams::default(),
@@ -177,7 +243,8 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
             &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
         )
         .await?;
-    aws(&cluster, "AWSMachine")
+    platform
+        .machines(&cluster)
         .patch(
             "w-1",
             &PatchParams::default(),
@@ -196,7 +263,7 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
         cluster.mapi_machines().get("w-1").await?.resource_version(),
         mapi_rv
     );
-    let infra_now = aws(&cluster, "AWSMachine").get("w-1").await?;
+    let infra_now = platform.machines(&cluster).get("w-1").await?;
     assert_eq!(infra_now.labels().get("theirs").map(String::as_str), Some("y"));
     assert_ne!(infra_now.resource_version(), touched.resource_version());
 
@@ -223,17 +290,18 @@ async fn machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_m
     sync.stop().await
 }
 
-#[tokio::test]
-async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owners() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, true).await?;
-    create_aws_machine(
+async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owners(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, true).await?;
+    create_machine(
         &cluster,
         "w-1",
         "MachineAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     let api = cluster.capi_machines();
@@ -281,17 +349,18 @@ async fn status_is_copied_once_synchronized_and_other_conditions_keep_their_owne
     sync.stop().await
 }
 
-#[tokio::test]
-async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine(
+async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    create_machine(
         &cluster,
         "w-1",
         "ClusterAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     let api = cluster.capi_machines();
@@ -301,8 +370,8 @@ async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_reg
     })
     .await?;
     assert!(!machine.annotations().contains_key(PAUSED_ANNOTATION));
-    let infra = aws(&cluster, "AWSMachine");
-    let infra = eventually("an AWSMachine", || {
+    let infra = platform.machines(&cluster);
+    let infra = eventually("an infrastructure machine", || {
         let infra = infra.clone();
         async move { Ok(infra.get_opt("w-1").await?) }
     })
@@ -314,11 +383,19 @@ async fn cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_reg
     sync.stop().await
 }
 
-#[tokio::test]
-async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    let set = create_aws_machine_set(&cluster, "ws", "ClusterAPI", 0, provider_spec("m6i.large")).await?;
+async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirror(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    let set = create_machine_set(
+        &cluster,
+        "ws",
+        "ClusterAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     // The CAPI MachineSet (the sync creates it from the MAPI one) and a Machine of it.
     let sets = cluster.capi_machine_sets();
     let capi_set = eventually("the CAPI MachineSet", || {
@@ -326,14 +403,21 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
         async move { Ok(sets.get_opt("ws").await?) }
     })
     .await?;
-    let mut infra = kube::api::DynamicObject::new("ws-abc", &e2e::infra_resource("AWSMachine", AWS_VERSION));
-    infra.data = json!({"spec": {"instanceType": "m6i.xlarge", "ami": {"id": "ami-1"}}});
-    aws(&cluster, "AWSMachine")
+    let mut infra = kube::api::DynamicObject::new(
+        "ws-abc",
+        &e2e::infra_resource(platform.machine_kind, platform.version),
+    );
+    infra.data = json!({"spec": platform.infra_spec(Size::XLarge)});
+    platform
+        .machines(&cluster)
         .create(&PostParams::default(), &infra)
         .await?;
-    let mut machine = capi::Machine::new("ws-abc", e2e::capi_machine_spec(("AWSMachine", "ws-abc")));
+    let mut machine = capi::Machine::new(
+        "ws-abc",
+        e2e::capi_machine_spec((platform.machine_kind, "ws-abc")),
+    );
     machine.spec.cluster_name = CLUSTER_NAME.into();
-    machine.spec.failure_domain = Some("us-east-1b".into());
+    machine.spec.failure_domain = Some(platform.other_zone.into());
     machine.metadata.labels = Some(
         [
             (SET_LABEL.to_owned(), "ws".to_owned()),
@@ -359,17 +443,30 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
         (owner.kind.as_str(), owner.uid.as_str()),
         ("MachineSet", set.uid().unwrap_or_default().as_str())
     );
+    // The reverse conversion: the providerSpec is the infrastructure machine's.
+    let provider = mirror
+        .spec
+        .provider_spec
+        .as_ref()
+        .and_then(|p| p.value.as_ref())
+        .map(|v| v.to_value())
+        .unwrap_or_default();
+    assert_eq!(
+        provider[platform.size_field],
+        platform.size(Size::XLarge),
+        "{provider}"
+    );
     let labels = mirror.labels();
     assert_eq!(labels.get(SET_LABEL).map(String::as_str), Some("ws"));
     assert_eq!(
         labels
             .get("machine.openshift.io/instance-type")
             .map(String::as_str),
-        Some("m6i.xlarge")
+        Some(platform.size(Size::XLarge))
     );
     assert_eq!(
         labels.get("machine.openshift.io/zone").map(String::as_str),
-        Some("us-east-1b")
+        Some(platform.other_zone)
     );
     assert!(
         labels.keys().all(|k| !k.contains("cluster.x-k8s.io/")),
@@ -380,7 +477,7 @@ async fn capi_only_machine_of_a_mirrored_set_gets_a_cluster_api_driven_mapi_mirr
         finalizers_of(&cluster.capi_machines().get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
     );
     assert!(
-        finalizers_of(&aws(&cluster, "AWSMachine").get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
+        finalizers_of(&platform.machines(&cluster).get("ws-abc").await?).contains(&SYNC_FINALIZER.to_owned())
     );
     sync.stop().await
 }
@@ -415,11 +512,12 @@ fn no_hook_errors(sync: &RealSync, name: &str) -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, true).await?;
-    machine_api_machine(&cluster, "w-1").await?;
+async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, true).await?;
+    machine_api_machine(&cluster, platform, "w-1").await?;
     // The MAPI provider holds its finalizer until it has deleted the instance.
     let mapi_api = cluster.mapi_machines();
     eventually("the MAPI provider's finalizer", || {
@@ -441,8 +539,8 @@ async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() 
         .await?;
     gone(&cluster.mapi_machines(), "w-1").await?;
     gone(&cluster.capi_machines(), "w-1").await?;
-    let infra = aws(&cluster, "AWSMachine");
-    eventually("AWSMachine gone", || {
+    let infra = platform.machines(&cluster);
+    eventually("the infrastructure machine gone", || {
         let infra = infra.clone();
         async move { Ok(infra.get_opt("w-1").await?.is_none().then_some(())) }
     })
@@ -451,17 +549,16 @@ async fn deleting_a_machine_api_machine_deletes_its_mirror_in_finalizer_order() 
     sync.stop().await
 }
 
-#[tokio::test]
-async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, true).await?;
-    create_aws_machine(
+async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, true).await?;
+    create_machine(
         &cluster,
         "w-1",
         "ClusterAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     let api = cluster.capi_machines();
@@ -485,7 +582,7 @@ async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult 
         .await?;
     gone(&cluster.capi_machines(), "w-1").await?;
     gone(&cluster.mapi_machines(), "w-1").await?;
-    assert!(aws(&cluster, "AWSMachine").get_opt("w-1").await?.is_none());
+    assert!(platform.machines(&cluster).get_opt("w-1").await?.is_none());
     let events = e2e::migration::events_about(&cluster, &cluster.namespaces.mapi, "w-1").await?;
     let deleted = events
         .iter()
@@ -502,43 +599,46 @@ async fn deleting_a_cluster_api_machine_deletes_its_mapi_mirror() -> TestResult 
     sync.stop().await
 }
 
-#[tokio::test]
-async fn an_infra_machine_spec_change_recreates_it() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    machine_api_machine(&cluster, "w-1").await?;
-    let first = aws(&cluster, "AWSMachine").get("w-1").await?;
+async fn an_infra_machine_spec_change_recreates_it(platform: &TestPlatform) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    machine_api_machine(&cluster, platform, "w-1").await?;
+    let first = platform.machines(&cluster).get("w-1").await?;
     cluster
         .mapi_machines()
         .patch(
             "w-1",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"instanceType": "m6i.2xlarge"}}}})),
+            &Patch::Merge(json!({"spec": {"providerSpec": {"value": platform.size_patch(Size::X2Large)}}})),
         )
         .await?;
-    let infra = aws(&cluster, "AWSMachine");
+    let infra = platform.machines(&cluster);
     let first_uid = first.uid();
-    let second = eventually("a new AWSMachine", || {
+    let second = eventually("a new infrastructure machine", || {
         let infra = infra.clone();
         let first_uid = first_uid.clone();
         async move { Ok(infra.get_opt("w-1").await?.filter(|m| m.uid() != first_uid)) }
     })
     .await?;
-    assert_eq!(second.data["spec"]["instanceType"], "m6i.2xlarge");
+    assert_eq!(
+        second.data["spec"][platform.size_field],
+        platform.size(Size::X2Large)
+    );
     let mapi = synced_machine(&cluster, "w-1", own_generation).await?;
     assert_eq!(mapi.metadata.generation, Some(2));
     sync.stop().await
 }
 
-#[tokio::test]
-async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+async fn control_plane_machines_and_conversion_errors_are_synchronized_false_without_retries(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     // Owned by a ControlPlaneMachineSet.
     let cp: mapi::Machine = serde_json::from_value(json!({
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
         "metadata": {"name": "master-0", "ownerReferences": [{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet", "name": "cluster", "uid": "cpms-uid", "controller": true}]},
-        "spec": {"providerSpec": {"value": provider_spec("m6i.xlarge")}},
+        "spec": {"providerSpec": {"value": platform.provider_spec(Size::XLarge)}},
     }))?;
     cluster
         .mapi_machines()
@@ -546,9 +646,10 @@ async fn control_plane_machines_and_conversion_errors_are_synchronized_false_wit
         .await?;
     cluster.set_machine_authority("master-0", "MachineAPI").await?;
     // A providerSpec the conversion refuses.
-    let mut bad = provider_spec("m6i.large");
-    bad["credentialsSecret"]["name"] = json!("my-own-credentials");
-    create_aws_machine(&cluster, "bad", "MachineAPI", &[], None, bad).await?;
+    let (unconvertible, fix) = platform.unconvertible();
+    let mut bad = platform.provider_spec(Size::Large);
+    merge(&mut bad, &unconvertible);
+    create_machine(&cluster, "bad", "MachineAPI", &[], None, bad).await?;
 
     for (name, reason) in [
         ("master-0", "FailedToConvertMAPIMachineToCAPI"),
@@ -577,7 +678,11 @@ async fn control_plane_machines_and_conversion_errors_are_synchronized_false_wit
     // Fixing the input resumes the sync.
     cluster
         .mapi_machines()
-        .patch("bad", &PatchParams::default(), &Patch::Merge(json!({"spec": {"providerSpec": {"value": {"credentialsSecret": {"name": "aws-cloud-credentials"}}}}})))
+        .patch(
+            "bad",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"providerSpec": {"value": fix}}})),
+        )
         .await?;
     synced_machine(&cluster, "bad", own_generation).await?;
     sync.stop().await
@@ -611,19 +716,27 @@ async fn synced_set(
     .await
 }
 
-async fn templates(cluster: &Cluster, set: &str) -> TestResult<Vec<String>> {
-    let list = aws(cluster, "AWSMachineTemplate")
+async fn templates(cluster: &Cluster, platform: &TestPlatform, set: &str) -> TestResult<Vec<String>> {
+    let list = platform
+        .templates(cluster)
         .list(&kube::api::ListParams::default().labels(&format!("{SET_LABEL}={set}")))
         .await?;
     Ok(list.items.iter().map(ResourceExt::name_any).collect())
 }
 
-#[tokio::test]
-async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295() -> TestResult
-{
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine_set(&cluster, "ws", "MachineAPI", 2, provider_spec("m6i.large")).await?;
+async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change_regression_295(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    create_machine_set(
+        &cluster,
+        "ws",
+        "MachineAPI",
+        2,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let set = synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
     assert!(finalizers_of(&set).contains(&SYNC_FINALIZER.to_owned()));
     let capi = capi_set(&cluster, "ws").await?;
@@ -638,11 +751,14 @@ async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change
         first.starts_with("ws-") && first.len() == "ws-".len() + 8,
         "{first}"
     );
-    assert_eq!(templates(&cluster, "ws").await?, std::slice::from_ref(&first));
-    let template = aws(&cluster, "AWSMachineTemplate").get(&first).await?;
     assert_eq!(
-        template.data["spec"]["template"]["spec"]["instanceType"],
-        "m6i.large"
+        templates(&cluster, platform, "ws").await?,
+        std::slice::from_ref(&first)
+    );
+    let template = platform.templates(&cluster).get(&first).await?;
+    assert_eq!(
+        template.data["spec"]["template"]["spec"][platform.size_field],
+        platform.size(Size::Large)
     );
 
     cluster
@@ -650,7 +766,7 @@ async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change
         .patch(
             "ws",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"template": {"spec": {"providerSpec": {"value": {"instanceType": "m6i.4xlarge"}}}}}})),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"providerSpec": {"value": platform.size_patch(Size::X4Large)}}}}})),
         )
         .await?;
     let sets = cluster.capi_machine_sets();
@@ -666,23 +782,31 @@ async fn machine_api_machine_set_gets_a_template_and_rotates_it_on_a_spec_change
     let c = &cluster;
     eventually("only the new template left", || {
         let second = second.clone();
-        async move { Ok((templates(c, "ws").await? == [second]).then_some(())) }
+        async move { Ok((templates(c, platform, "ws").await? == [second]).then_some(())) }
     })
     .await?;
-    let template = aws(&cluster, "AWSMachineTemplate").get(&second).await?;
+    let template = platform.templates(&cluster).get(&second).await?;
     assert_eq!(
-        template.data["spec"]["template"]["spec"]["instanceType"],
-        "m6i.4xlarge"
+        template.data["spec"]["template"]["spec"][platform.size_field],
+        platform.size(Size::X4Large)
     );
     synced_set(&cluster, "ws", |s| s.metadata.generation).await?;
     sync.stop().await
 }
 
-#[tokio::test]
-async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine_set(&cluster, "ws", "ClusterAPI", 1, provider_spec("m6i.large")).await?;
+async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    create_machine_set(
+        &cluster,
+        "ws",
+        "ClusterAPI",
+        1,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let capi = capi_set(&cluster, "ws").await?;
     assert!(!capi.annotations().contains_key(PAUSED_ANNOTATION));
     // CAPI drives: a replica change there reaches the MAPI set, selector and authority kept.
@@ -733,14 +857,22 @@ async fn cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_onl
     sync.stop().await
 }
 
-#[tokio::test]
-async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     // MAPI drives: deleting the MAPI set deletes the CAPI set and its templates.
-    create_aws_machine_set(&cluster, "wm", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    create_machine_set(
+        &cluster,
+        "wm",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     synced_set(&cluster, "wm", |s| s.metadata.generation).await?;
-    assert_eq!(templates(&cluster, "wm").await?.len(), 1);
+    assert_eq!(templates(&cluster, platform, "wm").await?.len(), 1);
     cluster
         .mapi_machine_sets()
         .delete("wm", &DeleteParams::default())
@@ -749,12 +881,19 @@ async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templat
     gone(&cluster.capi_machine_sets(), "wm").await?;
     let c = &cluster;
     eventually("the templates of wm gone", || async move {
-        Ok(templates(c, "wm").await?.is_empty().then_some(()))
+        Ok(templates(c, platform, "wm").await?.is_empty().then_some(()))
     })
     .await?;
 
     // CAPI drives: deleting the CAPI set deletes its MAPI mirror.
-    create_aws_machine_set(&cluster, "wc", "ClusterAPI", 0, provider_spec("m6i.large")).await?;
+    create_machine_set(
+        &cluster,
+        "wc",
+        "ClusterAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let capi_generation = capi_set(&cluster, "wc").await?.metadata.generation;
     synced_set(&cluster, "wc", |_| capi_generation).await?;
     cluster
@@ -768,10 +907,11 @@ async fn deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templat
     sync.stop().await
 }
 
-#[tokio::test]
-async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+async fn a_machine_set_with_owner_references_is_synchronized_false_without_retries(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     // A live owner (an owner that does not exist would have the garbage collector delete
     // the set, as kube-controller-manager's does).
     let owners = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
@@ -785,12 +925,12 @@ async fn a_machine_set_with_owner_references_is_synchronized_false_without_retri
         )
         .await?;
     let uid = owner.metadata.uid.clone().unwrap_or_default();
-    create_owned_aws_machine_set(
+    create_owned_machine_set(
         &cluster,
         "owned",
         "MachineAPI",
         0,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
         json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": uid}]),
     )
     .await?;
@@ -814,6 +954,25 @@ async fn a_machine_set_with_owner_references_is_synchronized_false_without_retri
     sync.stop().await
 }
 
+/// `patch` merged into `value` (JSON merge patch: `null` removes).
+fn merge(value: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (value.as_object_mut(), patch.as_object()) {
+        (Some(object), Some(patch)) => {
+            for (key, change) in patch {
+                if change.is_null() {
+                    object.remove(key);
+                } else {
+                    merge(
+                        object.entry(key.clone()).or_insert(serde_json::Value::Null),
+                        change,
+                    );
+                }
+            }
+        }
+        _ => *value = patch.clone(),
+    }
+}
+
 /// The first reconcile of `name` by `controller` in this run.
 async fn first_outcome(sync: &RealSync, controller: &str, name: &str) -> TestResult<sync_core::Outcome> {
     let first = sync
@@ -823,20 +982,21 @@ async fn first_outcome(sync: &RealSync, controller: &str, name: &str) -> TestRes
     Ok(first.outcome)
 }
 
-#[tokio::test]
-async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them() -> TestResult {
+async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them(
+    platform: &TestPlatform,
+) -> TestResult {
     use sync_core::{Outcome, SkipReason, SyncPair};
     let machines = controllers::machine::MachineSync::NAME;
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     for name in ["w-1", "w-2"] {
-        create_aws_machine(
+        create_machine(
             &cluster,
             name,
             "MachineAPI",
             &[],
             None,
-            provider_spec("m6i.large"),
+            platform.provider_spec(Size::Large),
         )
         .await?;
         synced_machine(&cluster, name, own_generation).await?;
@@ -848,7 +1008,7 @@ async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_
     // a run skips both (bounded).
     let mut skipped = false;
     for _ in 0..3 {
-        let sync = RealSync::start(&cluster, false).await?;
+        let sync = RealSync::start_on(&cluster, platform, false).await?;
         let mut outcomes = Vec::new();
         for name in ["w-1", "w-2"] {
             outcomes.push(first_outcome(&sync, machines, name).await?);
@@ -869,7 +1029,7 @@ async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_
         .mapi_machines()
         .patch("w-2", &PatchParams::default(), &label)
         .await?;
-    let sync = RealSync::start(&cluster, false).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     assert_eq!(
         first_outcome(&sync, machines, "w-1").await?,
         Outcome::Skipped(SkipReason::Checkpointed)
@@ -904,10 +1064,11 @@ fn condition_types(infra: &kube::api::DynamicObject) -> Vec<String> {
 
 #[tokio::test]
 async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> TestResult {
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, true).await?;
-    machine_api_machine(&cluster, "w-1").await?;
-    let infra = aws(&cluster, "AWSMachine");
+    let platform = &AWS;
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, true).await?;
+    machine_api_machine(&cluster, platform, "w-1").await?;
+    let infra = platform.machines(&cluster);
     let merged = eventually("the provider's Paused beside the sync's conditions", || {
         let infra = infra.clone();
         async move {
@@ -932,15 +1093,16 @@ async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> 
 /// A second writer that replaces the whole list without the sync's conditions each time
 /// it sees them: the sync restores them a bounded number of times, then holds off and
 /// names the other manager in a Warning Event.
-#[tokio::test]
-async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought() -> TestResult {
+async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought(
+    platform: &TestPlatform,
+) -> TestResult {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
     const HOSTILE: &str = "hostile-writer";
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    machine_api_machine(&cluster, "w-1").await?;
-    let infra = aws(&cluster, "AWSMachine");
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    machine_api_machine(&cluster, platform, "w-1").await?;
+    let infra = platform.machines(&cluster);
     let stop = tokio_util::sync::CancellationToken::new();
     let (polls, writes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let hostile = {
@@ -981,7 +1143,7 @@ async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought() -> T
         "{}",
         contest.note
     );
-    assert!(contest.note.contains("AWSMachine"), "{}", contest.note);
+    assert!(contest.note.contains(platform.machine_kind), "{}", contest.note);
     // Held off: the sync does not write again until the hold-off (a minute) is over,
     // however often the other writer looks.
     let before = infra.get("w-1").await?;
@@ -1006,18 +1168,17 @@ async fn a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought() -> T
 }
 
 /// Mirrors never carry `kubectl apply`'s record of the other object.
-#[tokio::test]
-async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
+async fn mirrors_never_carry_the_last_applied_configuration(platform: &TestPlatform) -> TestResult {
     const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-    let cluster = aws_cluster().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine(
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    create_machine(
         &cluster,
         "w-1",
         "MachineAPI",
         &[],
         None,
-        provider_spec("m6i.large"),
+        platform.provider_spec(Size::Large),
     )
     .await?;
     let patch = json!({"metadata": {"annotations": {LAST_APPLIED: "{\"kind\":\"Machine\"}", "team": "a"}}});
@@ -1039,7 +1200,7 @@ async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
         "{:?}",
         machine.annotations()
     );
-    let infra = aws(&cluster, "AWSMachine").get("w-1").await?;
+    let infra = platform.machines(&cluster).get("w-1").await?;
     assert_eq!(infra.annotations().get("team").map(String::as_str), Some("a"));
     assert!(!infra.annotations().contains_key(LAST_APPLIED));
     sync.stop().await
@@ -1049,11 +1210,12 @@ async fn mirrors_never_carry_the_last_applied_configuration() -> TestResult {
 /// someone else created under the name of a new MachineAPI-authoritative MAPI set: the
 /// pair is Synchronized=False with its own reason and a Warning Event, and the CAPI set
 /// keeps its infrastructureRef, with nothing of the sync's on it.
-#[tokio::test]
-async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create() -> TestResult {
+async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create(
+    platform: &TestPlatform,
+) -> TestResult {
     // Without the admission policies, which refuse this before the sync sees it.
-    let cluster = aws_cluster_without_policies().await?;
-    let sync = RealSync::start(&cluster, false).await?;
+    let cluster = cluster_without_policies_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
     let hand_made: capi::MachineSet = serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
         "metadata": {"name": "taken"},
@@ -1065,7 +1227,7 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create()
                 "spec": {
                     "clusterName": CLUSTER_NAME,
                     "bootstrap": {"dataSecretName": "mine"},
-                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "hand-made"}
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": platform.template_kind, "name": "hand-made"}
                 }
             }
         }
@@ -1074,7 +1236,14 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create()
         .capi_machine_sets()
         .create(&PostParams::default(), &hand_made)
         .await?;
-    create_aws_machine_set(&cluster, "taken", "MachineAPI", 0, provider_spec("m6i.large")).await?;
+    create_machine_set(
+        &cluster,
+        "taken",
+        "MachineAPI",
+        0,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let api = cluster.mapi_machine_sets();
     let refused = eventually("Synchronized=False CAPIObjectNotCreatedBySync", || {
         let api = api.clone();
@@ -1118,19 +1287,27 @@ async fn a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create()
         .filter(|m| m.contains("Sync"))
         .collect();
     assert!(managers.is_empty(), "{managers:?}");
-    assert!(templates(&cluster, "taken").await?.is_empty());
+    assert!(templates(&cluster, platform, "taken").await?.is_empty());
     sync.stop().await
 }
 
 /// Without admission policies, a field a user adds to a CAPI mirror's spec is taken out
 /// within one reconcile, with a Warning Event naming it, and a field the user changes is
 /// put back; the MAPI source is untouched.
-#[tokio::test]
-async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported() -> TestResult {
+async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported(
+    platform: &TestPlatform,
+) -> TestResult {
     // Without the admission policies, which refuse this before the sync sees it.
-    let cluster = aws_cluster_without_policies().await?;
-    let sync = RealSync::start(&cluster, false).await?;
-    create_aws_machine_set(&cluster, "drift", "MachineAPI", 1, provider_spec("m6i.large")).await?;
+    let cluster = cluster_without_policies_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    create_machine_set(
+        &cluster,
+        "drift",
+        "MachineAPI",
+        1,
+        platform.provider_spec(Size::Large),
+    )
+    .await?;
     let api = cluster.capi_machine_sets();
     eventually("the CAPI MachineSet", || {
         let api = api.clone();
@@ -1154,7 +1331,7 @@ async fn a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported() -> Tes
     .await?;
     assert_eq!(
         set.spec.template.spec.infrastructure_ref.kind,
-        "AWSMachineTemplate"
+        platform.template_kind
     );
     let events = e2e::migration::events_about(&cluster, &cluster.namespaces.capi, "drift").await?;
     let note = "removed spec.template.spec.minReadySeconds; restored spec.replicas on MachineSet";
