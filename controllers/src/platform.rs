@@ -1,7 +1,10 @@
 //! The platform of the cluster the operator runs in, through the `conversion` crate's one
 //! seam ([`conversion::platform::for_cluster`], the only place that names platforms).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use sync_core::api::GroupKind;
 
 use crate::sync::{Cluster, Platform};
 
@@ -10,4 +13,44 @@ use crate::sync::{Cluster, Platform};
 pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, String> {
     conversion::platform::for_cluster(&cluster.infrastructure, &cluster.infra_cluster)
         .map_err(|e| e.to_string())
+}
+
+/// The version each converted platform's infrastructure kinds are read and written at: the
+/// one its conversion speaks (for the infrastructure tracker's `versions`). On a cluster
+/// whose provider serves a newer storage version, the API server converts.
+pub fn infra_versions() -> BTreeMap<GroupKind, String> {
+    conversion::platform::ALL
+        .iter()
+        .flat_map(|kinds| {
+            [kinds.machine, kinds.template].map(|kind| {
+                let group_kind = GroupKind {
+                    group: kinds.group.to_owned(),
+                    kind: kind.to_owned(),
+                };
+                (group_kind, kinds.version.to_owned())
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_platform_s_kinds_are_pinned_to_the_version_its_conversion_speaks() {
+        let versions = infra_versions();
+        let version = |kind: &str| {
+            versions
+                .get(&GroupKind {
+                    group: "infrastructure.cluster.x-k8s.io".to_owned(),
+                    kind: kind.to_owned(),
+                })
+                .cloned()
+        };
+        assert_eq!(version("AWSMachineTemplate").as_deref(), Some("v1beta2"));
+        assert_eq!(version("OpenStackMachine").as_deref(), Some("v1beta1"));
+        assert_eq!(version("IBMPowerVSMachineTemplate").as_deref(), Some("v1beta2"));
+        assert_eq!(versions.len(), 6);
+    }
 }

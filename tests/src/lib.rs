@@ -627,6 +627,7 @@ impl Controllers {
             ..SyncConfig::default()
         };
         let mut infra = InfraConfig::new(&cluster.namespaces.capi);
+        infra.versions = controllers::platform::infra_versions();
         infra.grace = Duration::from_millis(300);
         infra.retry.base = Duration::from_millis(50);
         infra.retry.max = Duration::from_secs(1);

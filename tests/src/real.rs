@@ -239,25 +239,16 @@ pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
 /// fixtures are `config/crd/bases`, without it, and envtest calls no webhook anyway: it
 /// converts with the `None` strategy, rewriting `apiVersion` and pruning against the target
 /// version's schema (`envtest/src/resources/versions.rs`). The conversion writes v1beta1,
-/// whose shapes v1beta2 does not share: `spec.flavor` is a string in v1beta1 and an object
-/// (`{id, filter}`) in v1beta2, `spec.flavorID` and `spec.ports[].disablePortSecurity` are
-/// v1beta1's only, and v1beta2's conditions require a `reason`. And without a contract
-/// label the infrastructure tracker (`sync_core::infra::resolve`) resolves a kind to the
-/// group's preferred version, v1beta2, and the sync then writes the objects at v1beta2.
-/// With the CRDs as they are, 7 of the 17 OpenStack real-sync scenarios failed: the
-/// objects were created, but every update the sync made through v1beta2 was refused (422
-/// `spec.flavor in body must be of type object: "string"`, `status.conditions[0].reason:
-/// Required value`) and retried with backoff. With the label alone (v1beta2 still stored,
-/// so v1beta1 objects pruned to v1beta2's schema on the way in), the conflicting-writer
-/// scenario failed: no `ConflictingWriter` Event within the bound.
-///
-/// So, for such a platform ([`TestPlatform::storage`]), the CRDs are applied with v1beta1
-/// as their storage version (the parsed CRD is edited, not the fixture file) and labelled
-/// `cluster.x-k8s.io/v1beta2: v1beta1`: the contract label, which a provider's
-/// kustomization puts on its CRDs (`commonLabels` of `config/crd/kustomization.yaml`) to
-/// name the versions implementing a Cluster API contract, so the tracker resolves v1beta1,
-/// as Cluster API would, and reads and writes the objects in the version they are stored
-/// in.
+/// whose shapes v1beta2 does not share (`spec.flavor` is a string in v1beta1 and an object
+/// in v1beta2; v1beta2's conditions require a `reason`), so a v1beta1 object stored as
+/// v1beta2 loses fields. For such a platform ([`TestPlatform::storage`]) the CRDs are
+/// applied with v1beta1 as their storage version (the parsed CRD is edited, not the
+/// fixture file). Both versions stay served and the CRDs carry no contract label: the sync
+/// and the simulated providers read and write v1beta1 because the infrastructure tracker
+/// pins each kind to the version its conversion speaks (`controllers::platform::
+/// infra_versions`); without that pin they resolved v1beta2 (the group's preferred
+/// version) and 7 of the 17 OpenStack real-sync scenarios failed with 422s (`spec.flavor in
+/// body must be of type object: "string"`).
 async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Cluster> {
     crate::init_logging();
     let fixtures =
@@ -269,10 +260,6 @@ async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Clus
             for version in &mut crd.spec.versions {
                 version.storage = version.name == storage;
             }
-            crd.metadata.labels.get_or_insert_with(Default::default).insert(
-                sync_core::api::CONTRACT_LABEL_V1BETA2.to_owned(),
-                storage.to_owned(),
-            );
         }
         apply_crd(&cluster.client, &crd).await?;
     }
@@ -337,6 +324,7 @@ impl RealSync {
             ..SyncConfig::default()
         };
         let mut infra = InfraConfig::new(&cluster.namespaces.capi);
+        infra.versions = controllers::platform::infra_versions();
         infra.grace = Duration::from_millis(300);
         infra.retry.base = Duration::from_millis(50);
         infra.retry.max = Duration::from_secs(1);

@@ -442,6 +442,7 @@ impl Operator {
             ..SyncConfig::default()
         };
         let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
+        infra_config.versions = crate::platform::infra_versions();
         infra_config.instance = Some(settings.replica.clone());
         let infra = InfraTracker::new(client.clone(), infra_config);
         let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));

@@ -71,7 +71,9 @@ impl Shared {
         {
             return Ok(resource);
         }
-        let resource = sync_core::infra::resolve(&self.client, &group_kind, None)
+        // The version the sync reads and writes (what the provider's webhook would convert).
+        let pinned = crate::platform::infra_versions().remove(&group_kind);
+        let resource = sync_core::infra::resolve(&self.client, &group_kind, pinned.as_deref())
             .await
             .map_err(|e| Error::Invalid(e.to_string()))?;
         if let Ok(mut resources) = self.resources.lock() {

@@ -94,6 +94,10 @@ pub struct InfraConfig {
     pub first_list_wait: Duration,
     /// What the caches keep of each object.
     pub cache: InfraCache,
+    /// The version to watch and write a kind at, over its CRD's contract label and
+    /// discovery's preference: the version the hooks' conversion speaks (the objects it
+    /// reads must decode as that version, and the API server converts the rest).
+    pub versions: BTreeMap<GroupKind, String>,
 }
 
 impl InfraConfig {
@@ -111,7 +115,14 @@ impl InfraConfig {
             instance: None,
             first_list_wait: Duration::from_secs(10),
             cache: InfraCache::Objects,
+            versions: BTreeMap::new(),
         }
+    }
+
+    /// The version `group_kind` is read and written at: a reference's own (`hint`), else
+    /// the pinned one, else none (the contract label or discovery decides).
+    fn version<'a>(&'a self, group_kind: &GroupKind, hint: Option<&'a str>) -> Option<&'a str> {
+        hint.or_else(|| self.versions.get(group_kind).map(String::as_str))
     }
 }
 
@@ -383,15 +394,19 @@ impl InfraTracker {
         group_kind: &GroupKind,
         hint: Option<&str>,
     ) -> Result<(Api<DynamicObject>, ApiResource), ResolveError> {
+        let version = self.inner.config.version(group_kind, hint);
+        // The watch's resolution, unless the caller's object is of another version: a
+        // body is written at its own apiVersion.
         let known = self
             .inner
             .lock()
             .watches
             .get(group_kind)
-            .and_then(|w| w.resource.clone());
+            .and_then(|w| w.resource.clone())
+            .filter(|r| version.is_none_or(|v| r.version == v));
         let resource = match known {
             Some(resource) => resource,
-            None => resolve(&self.inner.client, group_kind, hint).await?,
+            None => resolve(&self.inner.client, group_kind, version).await?,
         };
         let api = Api::namespaced_with(self.inner.client.clone(), &self.inner.config.namespace, &resource);
         Ok((api, resource))
@@ -514,11 +529,11 @@ impl Inner {
         state.generation += 1;
         let generation = state.generation;
         tracing::info!(%group_kind, "watching infrastructure kind");
-        let task = tokio::spawn(run_watch(
-            Arc::downgrade(self),
-            group_kind.clone(),
-            reference.version,
-        ));
+        let version = self
+            .config
+            .version(&group_kind, reference.version.as_deref())
+            .map(str::to_owned);
+        let task = tokio::spawn(run_watch(Arc::downgrade(self), group_kind.clone(), version));
         state.watches.insert(
             group_kind,
             Watch {
