@@ -725,3 +725,77 @@ async fn an_owner_set_the_cache_has_not_seen_is_read_with_get() -> Result<(), Bo
     assert_eq!(read.map(|set| set.name_any()), Some("workers".to_owned()));
     Ok(())
 }
+
+/// On an OpenStack cluster (the OpenStack samples, CAPO's kinds) the operator, as its
+/// ServiceAccount with the same RBAC, mirrors the MachineAPI Machine and MachineSet to
+/// their `OpenStackMachine` and hashed `OpenStackMachineTemplate` and meets no Forbidden: the CAPI-namespace rule over the infrastructure group
+/// covers another platform's kinds without a change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_openstack_the_operator_meets_no_forbidden_as_its_service_account() {
+    let deploy = deploy_dir();
+    let examples = deploy.join("examples");
+    let mut builder = TestEnv::builder()
+        .crd_dir(deploy.join("crds"))
+        .crd_dir(examples.join("crds"))
+        .namespace(MAPI_NS)
+        .namespace(CAPI_NS)
+        .namespace(SA_NS);
+    if let Some(dir) = SamplePlatform::OpenStack.crd_dir(&examples) {
+        builder = builder.crd_dir(dir);
+    }
+    let env = builder
+        .service_account(SA_NS, SA)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("envtest: {e}"));
+    let admin = env.client();
+    let loaded = load_samples(&admin, &examples, SamplePlatform::OpenStack, &|ns| ns.to_owned()).await;
+    assert!(loaded.is_ok(), "samples: {loaded:?}");
+    for object in rbac() {
+        apply(&admin, &object).await;
+    }
+    let client = env
+        .client_as(&service_account_user(SA_NS, SA))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let operator = Operator::start(client, settings(OPERATOR, None), CancellationToken::new())
+        .await
+        .unwrap_or_else(|e| panic!("starting the operator: {e}"));
+    let dynamic = |group: &str, version: &str, kind: &str, namespace: &str| {
+        Api::<DynamicObject>::namespaced_with(
+            admin.clone(),
+            namespace,
+            &kube::core::ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind)),
+        )
+    };
+    let infra_machines = dynamic(INFRA_GROUP, "v1beta1", "OpenStackMachine", CAPI_NS);
+    let templates = dynamic(INFRA_GROUP, "v1beta1", "OpenStackMachineTemplate", CAPI_NS);
+    let done = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let mirrored = infra_machines
+                .get_opt("openstack-workers-1")
+                .await
+                .ok()
+                .flatten()
+                .is_some();
+            let templated = templates.list(&ListParams::default()).await.is_ok_and(|l| {
+                l.items
+                    .iter()
+                    .any(|t| t.name_any().starts_with("openstack-workers-"))
+            });
+            if (mirrored && templated) || !env.denials().is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    operator.shutdown();
+    assert!(matches!(operator.wait().await, Ok(Exit::Shutdown)));
+    let denials = env.denials();
+    assert!(denials.is_empty(), "Forbidden: {denials:#?}");
+    assert!(
+        done.is_ok(),
+        "the OpenStack samples were not mirrored and migrated"
+    );
+}
