@@ -3,13 +3,9 @@
 //! scenario ends by replaying every watch event of the pair in resourceVersion order
 //! ([`AuthorityMonitor`]): never two driving sides.
 //!
-//! The scenarios run on AWS and OpenStack (`scenario::aws`, `scenario::openstack`, by
-//! [`on_each_platform!`]) unless they need the infrastructure provider to report an
-//! infrastructure machine `Paused` (every migration of a Machine back to the Machine API
-//! with the simulated providers running): the simulated providers only know AWSMachines,
-//! so those are AWS-only `#[tokio::test]`s, each marked `// OpenStack: needs the simulated
-//! CAPO provider`. Scenarios without providers stand in for it themselves
-//! ([`infra_reports_paused`]) and run on both.
+//! Every scenario runs on AWS and OpenStack (`scenario::aws`, `scenario::openstack`, by
+//! [`on_each_platform!`]), with the simulated CAPA or CAPO provider. Scenarios without
+//! providers stand in for them themselves ([`infra_reports_paused`]).
 
 use std::time::Duration;
 
@@ -56,6 +52,10 @@ on_each_platform!(
     a_conflict_on_the_final_write_is_retried,
     a_restarted_operator_resumes_a_migration,
     a_capi_side_change_alone_moves_a_migration_on,
+    machine_migrates_to_cluster_api_and_back,
+    cancelling_after_the_unpause_pauses_the_new_side_again,
+    migrations_survive_dropped_and_expired_watches,
+    the_migration_owns_only_its_own_conditions,
 );
 
 fn config() -> MigrationConfig {
@@ -75,10 +75,7 @@ async fn mapi_paused(cluster: &e2e::Cluster, name: &str, paused: bool) -> TestRe
     .await
 }
 
-// OpenStack: needs the simulated CAPO provider
-#[tokio::test]
-async fn machine_migrates_to_cluster_api_and_back() -> TestResult {
-    let platform = &AWS;
+async fn machine_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
     let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
@@ -493,10 +490,7 @@ async fn a_restarted_operator_resumes_a_migration(platform: &TestPlatform) -> Te
 
 /// A cancel after the new side was unpaused: it is paused again, seen paused, and only
 /// then does the previous authority resume.
-// OpenStack: needs the simulated CAPO provider
-#[tokio::test]
-async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult {
-    let platform = &AWS;
+async fn cancelling_after_the_unpause_pauses_the_new_side_again(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
     let monitor = AuthorityMonitor::start_with_infra::<mapi::Machine, capi::Machine>(
@@ -526,10 +520,7 @@ async fn cancelling_after_the_unpause_pauses_the_new_side_again() -> TestResult 
 }
 
 /// Watches dropped and expired throughout two migrations: the relists bring every step.
-// OpenStack: needs the simulated CAPO provider
-#[tokio::test]
-async fn migrations_survive_dropped_and_expired_watches() -> TestResult {
-    let platform = &AWS;
+async fn migrations_survive_dropped_and_expired_watches(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
     machine_api_pair(&cluster, platform).await?;
@@ -617,10 +608,7 @@ async fn a_capi_side_change_alone_moves_a_migration_on(platform: &TestPlatform) 
 /// Upstream #313: resetting the sync status took server-side-apply ownership of every
 /// condition. Another controller's condition survives two migrations untouched, and each
 /// of the migration's managers owns only its own fields.
-// OpenStack: needs the simulated CAPO provider
-#[tokio::test]
-async fn the_migration_owns_only_its_own_conditions() -> TestResult {
-    let platform = &AWS;
+async fn the_migration_owns_only_its_own_conditions(platform: &TestPlatform) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_migrating_on(&cluster, platform, true, config()).await?;
     machine_api_pair(&cluster, platform).await?;

@@ -6,16 +6,9 @@
 //!
 //! Every scenario is `async fn scenario(platform: &TestPlatform)`, run on AWS and on
 //! OpenStack by [`on_each_platform!`] as `scenario::aws` and `scenario::openstack`, so a
-//! failure names the platform. AWS-only, as `#[tokio::test]`s of their own:
-//!
-//! * `the_aws_machine_conditions_are_merged_with_the_provider_s_by_type`: the provider's
-//!   own `Paused` condition comes from the simulated CAPA AWSMachine controller; there is
-//!   no simulated CAPO provider (yet) to write an OpenStackMachine's.
-//!
-//! The simulated Machine API provider is AWS's (an `aws:///` providerID, an
-//! `AWSMachineProviderStatus`) on both platforms: the scenarios that use it assert what
-//! the sync does with the phase, addresses, finalizers and conditions, which the
-//! OpenStack conversion reads the same way (it ignores the providerStatus).
+//! failure names the platform. The simulated providers answer as the platform's do (the
+//! Machine API actuator by the providerSpec's kind, CAPA or CAPO for the infrastructure
+//! machines).
 
 use std::collections::BTreeMap;
 
@@ -70,6 +63,7 @@ on_each_platform!(
     mirrors_never_carry_the_last_applied_configuration,
     a_machine_api_set_never_takes_over_a_capi_set_the_sync_did_not_create,
     a_field_a_user_adds_to_a_mirror_s_spec_is_removed_and_reported,
+    the_infra_machine_conditions_are_merged_with_the_provider_s_by_type,
 );
 
 async fn synced_machine(
@@ -1051,8 +1045,8 @@ async fn a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_
     sync.stop().await
 }
 
-/// The AWSMachine's conditions (an atomic list in CAPA's CRD) are shared with the
-/// provider: the sync keeps the provider's `Paused` and sets its own by type.
+/// The infrastructure machine's conditions (an atomic list in CAPA's CRD) are shared with
+/// the provider: the sync keeps the provider's `Paused` and sets its own by type.
 fn condition_types(infra: &kube::api::DynamicObject) -> Vec<String> {
     infra.data["status"]["conditions"]
         .as_array()
@@ -1062,9 +1056,9 @@ fn condition_types(infra: &kube::api::DynamicObject) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_aws_machine_conditions_are_merged_with_the_provider_s_by_type() -> TestResult {
-    let platform = &AWS;
+async fn the_infra_machine_conditions_are_merged_with_the_provider_s_by_type(
+    platform: &TestPlatform,
+) -> TestResult {
     let cluster = cluster_on(platform).await?;
     let sync = RealSync::start_on(&cluster, platform, true).await?;
     machine_api_machine(&cluster, platform, "w-1").await?;
