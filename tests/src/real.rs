@@ -244,11 +244,14 @@ pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
 /// v1beta2 loses fields. For such a platform ([`TestPlatform::storage`]) the CRDs are
 /// applied with v1beta1 as their storage version (the parsed CRD is edited, not the
 /// fixture file). Both versions stay served and the CRDs carry no contract label: the sync
-/// and the simulated providers read and write v1beta1 because the infrastructure tracker
-/// pins each kind to the version its conversion speaks (`controllers::platform::
-/// infra_versions`); without that pin they resolved v1beta2 (the group's preferred
-/// version) and 7 of the 17 OpenStack real-sync scenarios failed with 422s (`spec.flavor in
-/// body must be of type object: "string"`).
+/// writes each object at its own apiVersion (the tracker reuses a watch's resolution only
+/// for objects of that version) and reads the kind at the version its conversion speaks
+/// (the tracker pins it: `controllers::platform::infra_versions`, proven in
+/// `tests/sync.rs` s21). Before the first of these, the sync wrote its v1beta1 bodies at
+/// the watched v1beta2 and 7 of the 17 OpenStack real-sync scenarios failed with 422s
+/// (`spec.flavor in body must be of type object: "string"`). The pin's effect on reads
+/// does not show here: envtest's `None` conversion hands out v1beta1-shaped objects at
+/// v1beta2, where a real cluster's webhook would reshape them.
 async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Cluster> {
     crate::init_logging();
     let fixtures =

@@ -1077,3 +1077,48 @@ async fn s20_a_relist_of_unchanged_objects_reconciles_nothing() -> TestResult {
     }
     controllers.stop().await
 }
+
+/// The version an infrastructure kind is read and written at: an object's own apiVersion
+/// first (a body is written at its version), else the version pinned in the tracker's
+/// config (the one the hooks' conversion speaks), else the contract label's newest.
+#[tokio::test]
+async fn s21_a_pinned_version_wins_over_the_contract_label_and_an_object_s_own_over_both() -> TestResult {
+    let cluster = cluster_with_infra_kinds().await?;
+    let dev = GroupKind {
+        group: INFRA_GROUP.into(),
+        kind: DEV.into(),
+    };
+    let tracker = |pins: &[(&GroupKind, &str)]| {
+        let mut config = sync_core::InfraConfig::new(&cluster.namespaces.capi);
+        config.versions = pins
+            .iter()
+            .map(|(k, v)| ((*k).clone(), (*v).to_owned()))
+            .collect();
+        sync_core::InfraTracker::new(cluster.controller_client.clone(), config)
+    };
+    let version = |tracker: sync_core::InfraTracker, hint: Option<&'static str>| {
+        let dev = dev.clone();
+        async move {
+            tracker
+                .api(&dev, hint)
+                .await
+                .map(|(_, resource)| resource.version)
+        }
+    };
+    assert_eq!(
+        version(tracker(&[]), None).await?,
+        "v1beta2",
+        "the contract label's newest"
+    );
+    assert_eq!(
+        version(tracker(&[(&dev, "v1beta1")]), None).await?,
+        "v1beta1",
+        "pinned"
+    );
+    assert_eq!(
+        version(tracker(&[(&dev, "v1beta1")]), Some("v1beta2")).await?,
+        "v1beta2",
+        "the object's own"
+    );
+    Ok(())
+}
