@@ -617,3 +617,26 @@ pub fn finalizers_of<K: Resource>(object: &K) -> Vec<String> {
 
 /// The group of the AWS kinds (for owner assertions).
 pub const AWS_GROUP: &str = INFRA_GROUP;
+
+/// Runs each scenario (`async fn scenario(platform: &TestPlatform) -> TestResult`) on every
+/// platform, as the tests `scenario::aws` and `scenario::openstack`, so that a failure
+/// names the platform. The calling file must have `AWS`, `OPENSTACK` and `TestResult` in
+/// scope.
+#[macro_export]
+macro_rules! on_each_platform {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::*;
+
+            #[tokio::test]
+            async fn aws() -> TestResult {
+                super::$scenario(&AWS).await
+            }
+
+            #[tokio::test]
+            async fn openstack() -> TestResult {
+                super::$scenario(&OPENSTACK).await
+            }
+        }
+    )*};
+}

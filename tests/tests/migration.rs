@@ -4,7 +4,7 @@
 //! ([`AuthorityMonitor`]): never two driving sides.
 //!
 //! Every scenario runs on AWS and OpenStack (`scenario::aws`, `scenario::openstack`, by
-//! [`on_each_platform!`]), with the simulated CAPA or CAPO provider. Scenarios without
+//! [`e2e::on_each_platform!`]), with the simulated CAPA or CAPO provider. Scenarios without
 //! providers stand in for them themselves ([`infra_reports_paused`]).
 
 use std::time::Duration;
@@ -25,26 +25,7 @@ use sync_core::api::{capi, mapi};
 use sync_core::toolkit::SYNC_FINALIZER;
 use sync_core::toolkit::condition;
 
-/// `scenario::aws` and `scenario::openstack`: `scenario(&AWS)` and `scenario(&OPENSTACK)`.
-macro_rules! on_each_platform {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::*;
-
-            #[tokio::test]
-            async fn aws() -> TestResult {
-                super::$scenario(&AWS).await
-            }
-
-            #[tokio::test]
-            async fn openstack() -> TestResult {
-                super::$scenario(&OPENSTACK).await
-            }
-        }
-    )*};
-}
-
-on_each_platform!(
+e2e::on_each_platform!(
     machine_set_migrates_to_cluster_api_and_back,
     a_request_waits_for_the_sync_before_migrating,
     a_pause_that_never_comes_is_reported_and_can_be_cancelled,

@@ -5,7 +5,7 @@
 //! upstream bug.
 //!
 //! Every scenario is `async fn scenario(platform: &TestPlatform)`, run on AWS and on
-//! OpenStack by [`on_each_platform!`] as `scenario::aws` and `scenario::openstack`, so a
+//! OpenStack by [`e2e::on_each_platform!`] as `scenario::aws` and `scenario::openstack`, so a
 //! failure names the platform. The simulated providers answer as the platform's do (the
 //! Machine API actuator by the providerSpec's kind, CAPA or CAPO for the infrastructure
 //! machines).
@@ -26,26 +26,7 @@ use sync_core::toolkit::pause::PAUSED_ANNOTATION;
 
 const SET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
 
-/// `scenario::aws` and `scenario::openstack`: `scenario(&AWS)` and `scenario(&OPENSTACK)`.
-macro_rules! on_each_platform {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::*;
-
-            #[tokio::test]
-            async fn aws() -> TestResult {
-                super::$scenario(&AWS).await
-            }
-
-            #[tokio::test]
-            async fn openstack() -> TestResult {
-                super::$scenario(&OPENSTACK).await
-            }
-        }
-    )*};
-}
-
-on_each_platform!(
+e2e::on_each_platform!(
     machine_api_authoritative_machine_gets_a_paused_capi_mirror_and_infra_machine,
     status_is_copied_once_synchronized_and_other_conditions_keep_their_owners,
     cluster_api_authoritative_machine_without_capi_gets_an_unpaused_one_regression_288,
