@@ -158,15 +158,16 @@ impl<P: Provider> Platform for Adapter<P> {
         let now = now();
         let mut capi = parts.machine;
         capi.status = Some(status::machine_to_capi(machine, &now, &mut report));
-        let mapi_status = machine.status.clone().unwrap_or_default();
+        let no_status = mapi::MachineStatus::default();
+        let mapi_status = machine.status.as_ref().unwrap_or(&no_status);
         let infra_status = self
             .0
-            .to_infra_status(&parts.infra_spec, &mapi_status, &now, &mut report);
+            .to_infra_status(&parts.infra_spec, mapi_status, &now, &mut report);
         let kinds = self.0.kinds();
         let infra = object(
             kinds,
             kinds.machine,
-            &parts.infra_meta,
+            parts.infra_meta,
             json!(parts.infra_spec),
             Some(&infra_status),
         );
@@ -216,7 +217,7 @@ impl<P: Provider> Platform for Adapter<P> {
         capi.status = report.absorb(status::machine_set_to_capi(set, &now()));
         let kinds = self.0.kinds();
         let spec = json!({"template": {"spec": parts.template_spec}});
-        let template = object(kinds, kinds.template, &parts.template_meta, spec, None::<&()>);
+        let template = object(kinds, kinds.template, parts.template_meta, spec, None::<&()>);
         report.finish(CapiMachineSet { set: capi, template })
     }
 
@@ -244,7 +245,7 @@ impl<P: Provider> Platform for Adapter<P> {
 fn object(
     kinds: &InfraKinds,
     kind: &str,
-    metadata: &ObjectMeta,
+    metadata: ObjectMeta,
     spec: Value,
     status: Option<&impl Serialize>,
 ) -> DynamicObject {
@@ -258,7 +259,7 @@ fn object(
             api_version: kinds.api_version(),
             kind: kind.to_owned(),
         }),
-        metadata: metadata.clone(),
+        metadata,
         data: Value::Object(data),
     }
 }
@@ -298,6 +299,21 @@ fn field_name(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_objects_become_typed_or_say_where_they_do_not_fit() {
+        let spec = serde_json::json!({"instanceType": "m6i.large", "ami": {"id": "ami-1"}});
+        let path = FieldPath::new("awsMachine.spec");
+        let mut report = Report::default();
+        let typed_spec: crate::aws::capa::AwsMachineSpec = typed(&spec, &path, &mut report);
+        assert_eq!(typed_spec.instance_type, "m6i.large");
+        let mut bad = spec;
+        bad["tenancy"] = serde_json::json!("shared");
+        let _: crate::aws::capa::AwsMachineSpec = typed(&bad, &path, &mut report);
+        let errors = report.finish(()).err().map(|e| e.errors);
+        let paths: Vec<String> = errors.iter().flatten().map(|e| e.path.to_string()).collect();
+        assert_eq!(paths, ["awsMachine.spec.tenancy"]);
+    }
 
     #[test]
     fn kinds_name_error_paths_in_lower_camel_case() {

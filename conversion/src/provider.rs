@@ -97,6 +97,8 @@ pub(crate) trait Provider: Send + Sync + 'static {
     fn kinds(&self) -> &'static InfraKinds;
     /// The providerSpec kind this platform converts.
     fn provider_spec_kind(&self) -> &'static ProviderSpecKind;
+    /// A decoded providerSpec's `kind` and `apiVersion`.
+    fn config_type<'c>(&self, config: &'c Self::Config) -> (Option<&'c str>, Option<&'c str>);
     /// The Cluster API cluster name (`Infrastructure.status.infrastructureName`).
     fn cluster_name(&self) -> &str;
 

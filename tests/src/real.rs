@@ -69,8 +69,8 @@ pub struct TestPlatform {
     /// The infrastructure machine's `spec.rootVolume` for [`TestPlatform::provider_spec`].
     pub root_volume: fn() -> Value,
     crds: &'static [&'static str],
-    /// `Some(v)`: the CRDs are applied with `v` as their storage version and the v1beta2
-    /// contract label naming `v` (see [`with_crds`]).
+    /// `Some(v)`: the CRDs are applied with `v` as their storage version (see
+    /// [`with_crds`]).
     storage: Option<&'static str>,
     sizes: [&'static str; 4],
     infrastructure: fn() -> Value,

@@ -156,7 +156,7 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
         "Embedded API server on {} with {} sample objects of an {} cluster from deploy/examples and deploy/examples/{}.",
         embedded.env.url(),
         embedded.samples,
-        platform.name(),
+        platform.kinds().platform,
         platform.dir_name()
     );
     if embedded.policies > 0 {
@@ -175,7 +175,7 @@ pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, Operato
     if providers.is_some() {
         println!(
             "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, {}s (--simulate-providers=false to turn them off).",
-            platform.infra_machine_kind()
+            platform.kinds().machine
         );
     }
     if let Some(address) = operator.metrics_address() {

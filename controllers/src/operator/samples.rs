@@ -84,11 +84,12 @@ impl SamplePlatform {
         }
     }
 
-    /// The platform's name, as `platformStatus.type` spells it.
-    pub fn name(self) -> &'static str {
+    /// The platform's conversion kinds (its name as `platformStatus.type` spells it, its
+    /// InfraMachine kind).
+    pub fn kinds(self) -> &'static conversion::platform::InfraKinds {
         match self {
-            Self::Aws => "AWS",
-            Self::OpenStack => "OpenStack",
+            Self::Aws => &conversion::aws::KINDS,
+            Self::OpenStack => &conversion::openstack::KINDS,
         }
     }
 
@@ -97,14 +98,6 @@ impl SamplePlatform {
         match self {
             Self::Aws => "awsmachines",
             Self::OpenStack => "openstackmachines",
-        }
-    }
-
-    /// Its InfraMachine kind, for messages.
-    pub fn infra_machine_kind(self) -> &'static str {
-        match self {
-            Self::Aws => "AWSMachine",
-            Self::OpenStack => "OpenStackMachine",
         }
     }
 }

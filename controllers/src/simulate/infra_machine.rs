@@ -68,7 +68,7 @@ pub(super) struct Platform {
 
 /// The AWS provider (CAPA).
 pub(super) const AWS: Platform = Platform {
-    kind: "AWSMachine",
+    kind: conversion::aws::KINDS.machine,
     finalizer: AWS_MACHINE_FINALIZER,
     manager: "simulated-aws-machine-controller",
     running: "running",
@@ -79,7 +79,7 @@ pub(super) const AWS: Platform = Platform {
 
 /// The OpenStack provider (CAPO, `v1beta1`): Nova's server states are upper case.
 pub(super) const OPENSTACK: Platform = Platform {
-    kind: "OpenStackMachine",
+    kind: conversion::openstack::KINDS.machine,
     finalizer: OPENSTACK_MACHINE_FINALIZER,
     manager: "simulated-openstack-machine-controller",
     running: "ACTIVE",

@@ -40,7 +40,7 @@ const REGION_LABEL: &str = "machine.openshift.io/region";
 const ZONE_LABEL: &str = "machine.openshift.io/zone";
 const INSTANCE_STATE_ANNOTATION: &str = "machine.openshift.io/instance-state";
 /// The kind of the Machine API OpenStack providerSpec.
-const OPENSTACK_PROVIDER_SPEC: &str = "OpenstackProviderSpec";
+const OPENSTACK_PROVIDER_SPEC: &str = conversion::openstack::provider::PROVIDER_SPEC_KIND;
 
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let api = Api::<Machine>::namespaced(shared.client.clone(), &shared.namespaces.mapi);

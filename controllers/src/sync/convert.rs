@@ -4,5 +4,5 @@
 //! The hooks are platform-neutral: they ask a [`Platform`] for the mirror of an object and
 //! write it. A platform without one (see [`super::Cluster::platform`]) is not synced.
 
-pub use conversion::platform::{CapiMachine, CapiMachineSet, Platform};
-pub use conversion::{ConversionErrors as ConversionError, Converted, Warning};
+pub use conversion::Warning;
+pub use conversion::platform::Platform;

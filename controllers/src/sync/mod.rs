@@ -10,7 +10,7 @@ pub mod takeover;
 pub mod teardown;
 
 pub use cluster::Cluster;
-pub use convert::{CapiMachine, CapiMachineSet, ConversionError, Converted, Platform, Warning};
+pub use convert::{Platform, Warning};
 
 /// The finalizer the MAPI machine controller keeps until it has deleted the instance.
 pub const MAPI_MACHINE_FINALIZER: &str = "machine.machine.openshift.io";

@@ -50,6 +50,10 @@ impl Provider for AwsInfrastructure {
         &PROVIDER_SPEC_KIND
     }
 
+    fn config_type<'c>(&self, config: &'c AwsMachineProviderConfig) -> (Option<&'c str>, Option<&'c str>) {
+        (config.kind.as_deref(), config.api_version.as_deref())
+    }
+
     fn cluster_name(&self) -> &str {
         &self.infrastructure_name
     }
@@ -175,6 +179,27 @@ impl AwsInfrastructure {
             }
         }
     }
+}
+
+/// `AWSMachine.spec` as `AWSMachineTemplate.spec.template.spec` or back: one schema,
+/// generated twice (`tests/crd_drift.rs` pins them to each other), so this cannot fail
+/// unless they part ways; if they do, `path` is reported rather than defaulted.
+pub(crate) fn retype<From: serde::Serialize, To: serde::de::DeserializeOwned + Default>(
+    value: &From,
+    path: &FieldPath,
+    report: &mut Report,
+) -> To {
+    // Through compact text: one buffer, where a `Value` tree allocates every node.
+    serde_json::to_vec(value)
+        .and_then(|json| serde_json::from_slice(&json))
+        .unwrap_or_else(|error| {
+            report.error(FieldError::invalid(
+                path.clone(),
+                error.to_string(),
+                "AWSMachine and AWSMachineTemplate specs differ in this build",
+            ));
+            To::default()
+        })
 }
 
 /// The EC2 instance ID at the end of a providerID (`aws:///us-east-1a/i-0abc…`).

@@ -357,13 +357,20 @@ pub(crate) fn parse_provider<P: Provider>(
         ));
         return None;
     };
-    // kind and apiVersion only: the full decode below is the one that costs.
-    let header: Header = raw.parse().unwrap_or_default();
-    if !check_kind(provider, &header, path, report) {
-        return None;
-    }
+    // One decode: the kind is checked on what it gives, and only a providerSpec that does
+    // not decode is read again for its kind (a foreign kind is the error to report then).
     match decode::<P::Config>(raw.as_str(), path) {
         Ok(Decoded { value, unknown }) => {
+            let (kind, api_version) = provider.config_type(&value);
+            if !check_kind(
+                provider,
+                kind.unwrap_or_default(),
+                api_version.unwrap_or_default(),
+                path,
+                report,
+            ) {
+                return None;
+            }
             for unknown in unknown {
                 report.error(FieldError::forbidden(
                     unknown,
@@ -373,17 +380,33 @@ pub(crate) fn parse_provider<P: Provider>(
             Some(value)
         }
         Err(error) => {
-            report.error(FieldError::invalid(
-                error.path,
-                error.message,
-                format!("not a valid {platform} providerSpec field"),
-            ));
+            let header: Header = raw.parse().unwrap_or_default();
+            let text = |value: &Option<Value>| {
+                value
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            if check_kind(
+                provider,
+                &text(&header.kind),
+                &text(&header.api_version),
+                path,
+                report,
+            ) {
+                report.error(FieldError::invalid(
+                    error.path,
+                    error.message,
+                    format!("not a valid {platform} providerSpec field"),
+                ));
+            }
             None
         }
     }
 }
 
-/// A providerSpec's type header.
+/// A providerSpec's type header, read when the providerSpec does not decode.
 #[derive(Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Header {
@@ -395,16 +418,14 @@ struct Header {
 
 /// Whether a providerSpec of this `kind` converts (else the error is reported); an
 /// unknown `apiVersion` is reported too, but does not stop the conversion's checks.
-fn check_kind<P: Provider>(provider: &P, header: &Header, path: &FieldPath, report: &mut Report) -> bool {
+fn check_kind<P: Provider>(
+    provider: &P,
+    kind: &str,
+    api_version: &str,
+    path: &FieldPath,
+    report: &mut Report,
+) -> bool {
     let expected = provider.provider_spec_kind();
-    let text = |value: &Option<Value>| {
-        value
-            .as_ref()
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let kind = text(&header.kind);
     if kind != expected.kind {
         report.error(FieldError::unsupported(
             path.child("kind"),
@@ -417,8 +438,7 @@ fn check_kind<P: Provider>(provider: &P, header: &Header, path: &FieldPath, repo
         ));
         return false;
     }
-    let api_version = text(&header.api_version);
-    if !api_version.is_empty() && !expected.api_versions.contains(&api_version.as_str()) {
+    if !api_version.is_empty() && !expected.api_versions.contains(&api_version) {
         report.error(FieldError::unsupported(
             path.child("apiVersion"),
             api_version,

@@ -180,6 +180,10 @@ impl Provider for OpenStack {
         &PROVIDER_SPEC_KIND
     }
 
+    fn config_type<'c>(&self, config: &'c OpenstackProviderSpec) -> (Option<&'c str>, Option<&'c str>) {
+        (config.kind.as_deref(), config.api_version.as_deref())
+    }
+
     fn cluster_name(&self) -> &str {
         &self.infrastructure_name
     }

@@ -93,6 +93,13 @@ impl Provider for PowerVs {
         &PROVIDER_SPEC_KIND
     }
 
+    fn config_type<'c>(
+        &self,
+        config: &'c PowerVsMachineProviderConfig,
+    ) -> (Option<&'c str>, Option<&'c str>) {
+        (config.kind.as_deref(), config.api_version.as_deref())
+    }
+
     fn cluster_name(&self) -> &str {
         &self.infrastructure_name
     }

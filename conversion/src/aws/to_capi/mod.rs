@@ -14,7 +14,7 @@ use crate::aws::capa::{
 };
 use crate::aws::provider::AwsMachineProviderConfig;
 use crate::decode::decode;
-use crate::errors::{ConversionResult, Converted, FieldError, FieldPath, Report};
+use crate::errors::{ConversionResult, Converted, FieldPath, Report};
 use crate::infrastructure::AwsInfrastructure;
 use crate::machine;
 pub use crate::machine::status::selector_string;
@@ -79,7 +79,8 @@ pub fn convert_machine_set(
         warnings,
     } = machine::to_capi::machine_set(infra, set)?;
     let mut report = Report::with_warnings(warnings);
-    let spec = retype(&parts.template_spec, &mut report);
+    let path = FieldPath::new("spec.template.spec.providerSpec.value");
+    let spec = super::retype(&parts.template_spec, &path, &mut report);
     report.finish(CapiMachineSet {
         machine_set: parts.machine_set,
         template: AwsMachineTemplate {
@@ -96,9 +97,10 @@ pub fn convert_machine_set(
 /// [`machine::status::machine_to_capi`] and the `AWSMachine`'s in `aws::status`).
 pub fn convert_machine_status(machine: &mapi::Machine, now: &Time) -> ConversionResult<CapiMachineStatus> {
     let mut report = Report::default();
-    let status = machine.status.clone().unwrap_or_default();
+    let no_status = mapi::MachineStatus::default();
+    let status = machine.status.as_ref().unwrap_or(&no_status);
     let capi = machine::status::machine_to_capi(machine, now, &mut report);
-    let aws = super::status::to_aws_status(&status, is_spot(&machine.spec), now, &mut report);
+    let aws = super::status::to_aws_status(status, is_spot(&machine.spec), now, &mut report);
     report.finish(CapiMachineStatus {
         machine: capi,
         aws_machine: aws,
@@ -112,22 +114,4 @@ fn is_spot(spec: &mapi::MachineSpec) -> bool {
     let raw = spec.provider_spec.as_ref().and_then(|p| p.value.as_ref());
     raw.and_then(|raw| decode::<AwsMachineProviderConfig>(raw.as_str(), &FieldPath::default()).ok())
         .is_some_and(|decoded| decoded.value.spot_market_options.is_some())
-}
-
-/// `AWSMachine.spec` as `AWSMachineTemplate.spec.template.spec`: one schema, generated
-/// twice (`tests/crd_drift.rs` pins them to each other).
-fn retype(
-    spec: &crate::aws::capa::AwsMachineSpec,
-    report: &mut Report,
-) -> awsmachinetemplates::AwsMachineTemplateTemplateSpec {
-    serde_json::to_vec(spec)
-        .and_then(|json| serde_json::from_slice(&json))
-        .unwrap_or_else(|error| {
-            report.error(FieldError::invalid(
-                FieldPath::new("spec.template.spec.providerSpec.value"),
-                error.to_string(),
-                "AWSMachine and AWSMachineTemplate specs differ in this build",
-            ));
-            Default::default()
-        })
 }

@@ -51,16 +51,7 @@ pub fn convert_machine_set(
 ) -> ConversionResult<mapi::MachineSet> {
     let path = FieldPath::new(AWS_MACHINE_TEMPLATE_PATH);
     let mut report = Report::default();
-    let spec: AwsMachineSpec = serde_json::to_vec(&template.spec.template.spec)
-        .and_then(|json| serde_json::from_slice(&json))
-        .unwrap_or_else(|error| {
-            report.error(crate::errors::FieldError::invalid(
-                path.clone(),
-                error.to_string(),
-                "AWSMachine and AWSMachineTemplate specs differ in this build",
-            ));
-            AwsMachineSpec::default()
-        });
+    let spec: AwsMachineSpec = super::retype(&template.spec.template.spec, &path, &mut report);
     // With errors absorbed, the placeholder is never returned.
     let converted = report.absorb(machine::to_mapi::machine_set(infra, set, &spec, &path));
     report.finish(converted.unwrap_or_default())
