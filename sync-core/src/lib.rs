@@ -1,33 +1,37 @@
-//! The runtime under `#[sync_controller]`.
+//! The runtime under `#[sync_controller]`, in four layers, each using only those before it:
+//!
+//! * [`api`] and [`SyncPair`]: the Kubernetes types and what a declaration says;
+//! * `runtime`: the machinery any controller needs, knowing pairs but not hooks: the
+//!   caches ([`store`]) and the watches that fill them, the work queue, the
+//!   infrastructure watches ([`infra`]), Events ([`events`]);
+//! * [`hooks`]: what a hook writer uses: the hooks, what they are given
+//!   ([`SyncContext`]) and return, the decision table, migration, the [`toolkit`];
+//! * the engine ([`SyncController`]): the watches, triggers, workers and reconcile that
+//!   drive the hooks, the restart [`checkpoint`] around them, and what it reports
+//!   ([`observe`]).
+//!
+//! [`testing`] (and `testkit`, behind its feature) is the support for tests of hooks.
 pub mod api;
-pub mod checkpoint;
-pub mod context;
-pub mod decision;
-pub mod engine;
-pub mod events;
-mod field_sets;
+mod engine;
 pub mod hooks;
-pub mod infra;
-pub mod lenient;
-pub mod migration;
-pub mod observe;
-pub mod pair;
-pub mod queue;
-mod reflect;
-pub mod store;
-#[cfg(test)]
-mod test_fixtures;
+mod pair;
+mod runtime;
 pub mod testing;
-pub mod toolkit;
+
+pub use engine::{Readiness, SyncConfig, SyncController, checkpoint, observe};
+pub use hooks::{context, decision, migration, toolkit};
+pub use runtime::{events, infra, store};
 
 pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
-pub use engine::{Readiness, SyncConfig, SyncController};
 pub use hooks::{
-    Action, Deleting, Direction, HookError, HookResult, StaleRead, SyncHooks, SyncObjects, is_stale_read,
+    Action, Deleting, Direction, HookError, HookResult, RetryAfter, StaleRead, SyncHooks, SyncObjects,
+    Terminal, is_stale_read,
 };
 pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};
 pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
+pub use runtime::queue::Backoff;
+pub use store::Store;
 #[cfg(feature = "testkit")]
-pub mod testkit;
+pub use testing::testkit;

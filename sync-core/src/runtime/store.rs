@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn the_pair_kinds_read_back_as_cached() -> Result<(), serde_json::Error> {
         use crate::api::{capi, mapi};
-        use crate::infra::InfraObject;
+        use crate::runtime::infra::InfraObject;
         let managed = serde_json::json!([{
             "manager": "machine-sync", "operation": "Apply", "apiVersion": "v1",
             "fieldsType": "FieldsV1", "time": "2026-12-01T00:00:00Z",
@@ -429,10 +429,10 @@ mod tests {
         where
             K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + PartialEq + fmt::Debug,
         {
-            let cached: K = crate::field_sets::object(&json.to_string())?;
+            let cached: K = crate::runtime::field_sets::object(&json.to_string())?;
             let mut writer = Writer::<K>::default();
             writer.apply_watcher_event(&watcher::Event::Apply(cached));
-            let cached: K = crate::field_sets::object(&json.to_string())?;
+            let cached: K = crate::runtime::field_sets::object(&json.to_string())?;
             let key = ObjectRef::<K>::new("worker-a").within("ns");
             assert_eq!(writer.as_reader().get(&key).as_deref(), Some(&cached));
             Ok(())

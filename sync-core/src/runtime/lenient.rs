@@ -53,7 +53,7 @@ impl<'de, K: DeserializeOwned + Resource> Deserialize<'de> for Lenient<K> {
         // The common case decodes once, plainly but for the field sets (kept as their text,
         // as the caches keep them); only a failure is decoded again to name the field at
         // fault.
-        if let Ok(object) = crate::field_sets::object::<K>(raw.get()) {
+        if let Ok(object) = crate::runtime::field_sets::object::<K>(raw.get()) {
             return Ok(Self::Valid(object));
         }
         let mut decoder = serde_json::Deserializer::from_str(raw.get());

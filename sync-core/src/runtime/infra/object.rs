@@ -90,7 +90,8 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 "kind" => kind = map.next_value::<Option<String>>()?,
                 "metadata" => {
                     let raw: Box<RawValue> = map.next_value()?;
-                    metadata = Some(crate::field_sets::metadata(raw.get()).map_err(A::Error::custom)?);
+                    metadata =
+                        Some(crate::runtime::field_sets::metadata(raw.get()).map_err(A::Error::custom)?);
                 }
                 _ => {
                     let raw: Box<RawValue> = map.next_value()?;
@@ -116,7 +117,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 }
 
 /// The object as the API server sends it (for a client that writes one back, and for
-/// the caches, which keep it as JSON: `crate::store`). The body's fields are written as
+/// the caches, which keep it as JSON: `crate::runtime::store`). The body's fields are written as
 /// their text, never decoded.
 impl Serialize for InfraObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -9,7 +9,7 @@
 use kube::api::Api;
 
 use super::status::{self, Synchronized};
-use crate::context::SyncContext;
+use crate::hooks::context::SyncContext;
 use crate::hooks::{Action, HookResult, SyncObjects};
 use crate::pair::SyncPair;
 

@@ -1,15 +1,20 @@
 //! Test support: hooks that record every call, and an observer that records every
 //! reconcile, both with waits that time out instead of sleeping.
 
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::context::SyncContext;
+use crate::engine::observe::{Observer, Outcome};
+use crate::hooks::context::SyncContext;
 use crate::hooks::{Action, Direction, HookResult, SyncHooks, SyncObjects};
-use crate::observe::{Observer, Outcome};
 use crate::pair::SyncPair;
 
 /// Which hook ran.

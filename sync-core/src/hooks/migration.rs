@@ -34,7 +34,7 @@ use std::time::Duration;
 use k8s_openapi::jiff;
 
 use crate::api::AuthoritativeApi;
-use crate::context::SyncContext;
+use crate::hooks::context::SyncContext;
 use crate::hooks::{HookResult, SyncObjects};
 use crate::pair::SyncPair;
 

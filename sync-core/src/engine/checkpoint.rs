@@ -385,7 +385,7 @@ mod tests {
 
     use super::*;
     use crate::api::{capi, mapi};
-    use crate::test_fixtures::MachinePair;
+    use crate::testing::fixtures::MachinePair;
 
     fn meta(name: &str, version: &str) -> ObjectMeta {
         ObjectMeta {

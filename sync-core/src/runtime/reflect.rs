@@ -14,7 +14,7 @@
 //! * `metadata.managedFields` is dropped before an object is cached, but for server-side
 //!   apply entries (what `toolkit::apply` compares with), whose field sets are kept as
 //!   their JSON text;
-//! * the store is the compact one ([`crate::store`]), and an event is reported from its
+//! * the store is the compact one ([`crate::runtime::store`]), and an event is reported from its
 //!   own object, never read back from the store.
 
 use std::collections::HashMap;
@@ -27,8 +27,8 @@ use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::lenient::{Lenient, Malformed};
-use crate::store::{Store, Writer};
+use crate::runtime::lenient::{Lenient, Malformed};
+use crate::runtime::store::{Store, Writer};
 
 /// One object an event touched.
 #[derive(Debug)]

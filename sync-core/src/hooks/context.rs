@@ -9,14 +9,14 @@ use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 
-use crate::events::Recorder;
+use crate::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::hooks::SyncObjects;
-use crate::infra::{ControllerHandle, InfraTracker, ResolveError};
-use crate::lenient::Malformed;
 use crate::pair::SyncPair;
-use crate::store::Store;
+use crate::runtime::infra::{ControllerHandle, InfraTracker, ResolveError};
+use crate::runtime::lenient::Malformed;
+use crate::runtime::store::Store;
 
 /// The two namespaces a pair lives in.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -38,10 +38,10 @@ use kube::{Client, CustomResourceExt};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::context::Namespaces;
+use crate::engine::observe::{Outcome, SkipReason};
 use crate::engine::{SyncConfig, SyncController};
 use crate::hooks::SyncHooks;
-use crate::observe::{Outcome, SkipReason};
+use crate::hooks::context::Namespaces;
 use crate::pair::SyncPair;
 use crate::testing::{Hook, Reconciled, RecordingHooks, RecordingObserver, TimedOut};
 use envtest::{EnvtestError, TestEnv, TestEnvBuilder};

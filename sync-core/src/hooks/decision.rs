@@ -106,7 +106,7 @@ pub fn api_group(api_version: &str) -> &str {
 mod tests {
     use super::*;
     use crate::api::capi;
-    use crate::test_fixtures::{CAPI_NS, MachinePair, SetPair, capi_machine, mapi_machine, meta};
+    use crate::testing::fixtures::{CAPI_NS, MachinePair, SetPair, capi_machine, mapi_machine, meta};
 
     fn machine(
         mapi: Option<&crate::api::mapi::Machine>,

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::decision::Skip;
 use crate::hooks::Direction;
+use crate::hooks::decision::Skip;
 
 /// What one reconcile did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,20 +50,6 @@ impl Outcome {
             Self::Synced { .. } | Self::Deletion { .. } | Self::Migration { .. } => "success",
         }
     }
-
-    pub(crate) fn with_error(self, error: bool) -> Self {
-        match self {
-            Self::Synced { direction, .. } => Self::Synced {
-                direction,
-                failed: error,
-            },
-            Self::Deletion { direction, .. } => Self::Deletion {
-                direction,
-                failed: error,
-            },
-            skipped => skipped,
-        }
-    }
 }
 
 /// Why a reconcile ran no hook: the decision table's skips (docs/design.md §3) and the
@@ -86,7 +72,7 @@ pub enum SkipReason {
     /// names it).
     UnknownAuthority,
     /// The first reconcile since a restart found the pair at the resourceVersions the last
-    /// run had verified it in sync at ([`crate::checkpoint`]).
+    /// run had verified it in sync at ([`crate::engine::checkpoint`]).
     Checkpointed,
 }
 

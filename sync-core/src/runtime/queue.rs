@@ -148,6 +148,7 @@ impl WorkQueue {
     }
 
     /// How many times `name` has failed in a row.
+    #[cfg(test)]
     pub fn failures(&self, name: &str) -> u32 {
         self.shared.lock().failures.get(name).copied().unwrap_or(0)
     }
@@ -190,11 +191,13 @@ impl WorkQueue {
     }
 
     /// Names waiting now (not counting delayed ones or those in flight).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.shared.lock().queue.len()
     }
 
     /// Whether no name waits now.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

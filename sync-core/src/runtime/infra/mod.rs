@@ -33,7 +33,7 @@ use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Reporter};
 
-use crate::events::Recorder;
+use crate::runtime::events::Recorder;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
@@ -45,9 +45,9 @@ pub use resolve::{ResolveError, choose_version, newest_contract_version, resolve
 
 use crate::api::{GroupKind, InfraRef, MalformedRef};
 use crate::pair::SyncPair;
-use crate::queue::Backoff;
-use crate::reflect::{Listed, Touched, map_event, reflect};
-use crate::store::{Store, Writer};
+use crate::runtime::queue::Backoff;
+use crate::runtime::reflect::{Listed, Touched, map_event, reflect};
+use crate::runtime::store::{Store, Writer};
 
 /// What the infrastructure caches keep of each object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -746,7 +746,7 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
                 .boxed()
         }
     }
-    .map_ok(crate::reflect::always_valid);
+    .map_ok(crate::runtime::reflect::always_valid);
     reflect(&what, stream, writer, listed, |touched| {
         let meta = match touched {
             Touched::Present(object) | Touched::Gone(object) => &object.metadata,

@@ -1,0 +1,361 @@
+//! The sync engine, in named steps: the pair's [`watches`] fill the caches and queue
+//! names, [`triggers`] queue the names other objects affect, the [`workers`] take names
+//! from the queue and [`dispatch`] them — a [`reconcile`] (fetch, decide, call the hook),
+//! wrapped by the restart [`checkpoint`] ([`checkpointed`]), or a migration — and hand
+//! the result back to the queue.
+//!
+//! kube-runtime's `Controller` cannot be used as is: it drops a request whose object is
+//! missing from its store, and here a name must be reconciled when only its CAPI side
+//! exists. So the engine keeps kube-runtime's watchers, reflectors and scheduler and runs
+//! its own client-go style queue ([`crate::runtime::queue`]).
+
+pub mod checkpoint;
+mod checkpointed;
+mod dispatch;
+pub mod observe;
+mod reconcile;
+mod triggers;
+mod watches;
+mod workers;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::Client;
+use kube::runtime::events::Reporter;
+use kube::runtime::watcher;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::checkpoint::{Checkpoint, Ledger};
+use crate::engine::checkpointed::Checkpointed;
+use crate::engine::dispatch::{Dispatch, MigrationDispatch, SyncDispatch};
+use crate::engine::observe::Observer;
+use crate::engine::triggers::OwnerIndex;
+use crate::engine::watches::{Feeds, Watches, Writers};
+use crate::hooks::SyncHooks;
+use crate::hooks::context::{Caches, MalformedObjects, Namespaces, SyncContext};
+use crate::hooks::migration::MigrationHooks;
+use crate::pair::{CapiOnly, SyncPair};
+use crate::runtime::events::Recorder;
+use crate::runtime::infra::{ControllerHandle, InfraRegistration, InfraTracker};
+use crate::runtime::queue::{Backoff, WorkQueue};
+use crate::runtime::store::Writer;
+
+/// How a controller runs.
+#[derive(Clone, Debug)]
+pub struct SyncConfig {
+    /// The MAPI and CAPI namespaces.
+    pub namespaces: Namespaces,
+    /// Names reconciled at once (never the same name twice).
+    pub concurrency: usize,
+    /// Backoff of a name whose hook failed.
+    pub backoff: Backoff,
+    /// How the watches list and watch (e.g. streaming lists).
+    pub watcher: watcher::Config,
+    /// The `reportingInstance` of the Events the controller publishes (the pod name), so
+    /// that replicas can be told apart.
+    pub instance: Option<String>,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        Self {
+            namespaces: Namespaces::default(),
+            concurrency: 4,
+            backoff: Backoff::default(),
+            watcher: watcher::Config::default(),
+            instance: None,
+        }
+    }
+}
+
+/// Whether a controller's caches have synced; for readiness probes and tests.
+#[derive(Clone, Debug)]
+pub struct Readiness(watch::Receiver<bool>);
+
+impl Readiness {
+    /// True once every cache of the controller has listed.
+    pub fn is_ready(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until the caches have synced; returns false if the controller stopped first.
+    pub async fn wait(&mut self) -> bool {
+        self.0.wait_for(|ready| *ready).await.is_ok()
+    }
+}
+
+/// A controller for one synced pair `P`.
+pub struct SyncController<P: SyncPair> {
+    client: Client,
+    config: SyncConfig,
+    infra: Option<InfraTracker>,
+    observer: Option<Arc<dyn Observer>>,
+    checkpoint: Option<Checkpoint>,
+    ready: watch::Sender<bool>,
+    caches: Caches<P>,
+    writers: Writers<P>,
+}
+
+impl<P: SyncPair> SyncController<P> {
+    /// A controller that talks to the API server through `client`.
+    pub fn new(client: Client, config: SyncConfig) -> Self {
+        let (mapi_writer, capi_writer) = (Writer::<P::Mapi>::default(), Writer::<P::Capi>::default());
+        let (mapi, capi) = (mapi_writer.as_reader(), capi_writer.as_reader());
+        let (owner_mirrors, owner_writer) = match P::CAPI_ONLY {
+            CapiOnly::MirrorIfOwnerMirrored => {
+                let writer = Writer::<P::OwnerMirror>::default();
+                (Some(writer.as_reader()), Some(writer))
+            }
+            CapiOnly::Ignore => (None, None),
+        };
+        Self {
+            client,
+            config,
+            infra: None,
+            observer: None,
+            checkpoint: None,
+            ready: watch::Sender::new(false),
+            caches: Caches {
+                mapi,
+                capi,
+                owner_mirrors,
+                malformed: MalformedObjects::default(),
+            },
+            writers: Writers {
+                mapi: mapi_writer,
+                capi: capi_writer,
+                owner_mirrors: owner_writer,
+            },
+        }
+    }
+
+    /// Keeps a restart checkpoint ([`crate::engine::checkpoint`]): saved when the controller stops,
+    /// loaded when it starts, so that pairs it had verified in sync and whose objects did
+    /// not change meanwhile run no hook at the restart. Sync controllers only (`run`).
+    #[must_use]
+    pub fn with_checkpoint(mut self, checkpoint: Checkpoint) -> Self {
+        self.checkpoint = Some(checkpoint);
+        self
+    }
+
+    /// The namespaces it syncs between.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.config.namespaces
+    }
+
+    /// Read access to the controller's caches (they fill once it runs).
+    pub fn caches(&self) -> Caches<P> {
+        self.caches.clone()
+    }
+
+    /// Shares `tracker`'s infrastructure watches with the other controllers given it (one
+    /// watch per GroupKind for all of them). A pair with an infrastructure reference
+    /// ([`SyncPair::INFRA_REF`]) watches the kinds it references either way: without a
+    /// shared tracker, [`Self::run`] starts its own.
+    pub fn with_infra(mut self, tracker: InfraTracker) -> Self {
+        self.infra = Some(tracker);
+        self
+    }
+
+    /// Reports every reconcile's outcome (metrics).
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// A handle that says when the caches have synced.
+    pub fn readiness(&self) -> Readiness {
+        Readiness(self.ready.subscribe())
+    }
+
+    /// Runs until `shutdown` resolves, then lets in-flight reconciles finish and returns.
+    pub async fn run<H: SyncHooks<P>>(mut self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
+        match self.checkpoint.take() {
+            Some(checkpoint) => {
+                let ledger = Arc::new(Ledger::new(checkpoint));
+                self.run_with(Checkpointed { hooks, ledger }, shutdown).await;
+            }
+            None => self.run_with(SyncDispatch(hooks), shutdown).await,
+        }
+    }
+
+    /// Runs a migration controller (`docs/design.md` §9) on the same watches, queue and
+    /// workers: the decision table is not consulted, `hooks` sees every name whose MAPI
+    /// object exists, `Migrating` included, on changes to either side or the referenced
+    /// infrastructure object.
+    pub async fn run_migration<H: MigrationHooks<P>>(
+        self,
+        hooks: H,
+        shutdown: impl Future<Output = ()> + Send,
+    ) {
+        self.run_with(MigrationDispatch(hooks), shutdown).await;
+    }
+
+    /// The controller's life: start the watches, wait for their lists, run the workers
+    /// until `shutdown`, stop the watches and let `dispatch` finish (save a checkpoint).
+    async fn run_with<D: Dispatch<P>>(self, dispatch: D, shutdown: impl Future<Output = ()> + Send) {
+        let Self {
+            client,
+            config,
+            infra,
+            observer,
+            checkpoint: _,
+            ready,
+            caches,
+            writers,
+        } = self;
+        let dispatch = Arc::new(dispatch);
+        // What the dispatch prepares (the last run's checkpoint) loads alongside the
+        // lists; the workers wait for both.
+        let preparing = tokio::spawn({
+            let (dispatch, client) = (dispatch.clone(), client.clone());
+            async move { dispatch.prepare(client).await }
+        });
+        let queue = WorkQueue::new(config.backoff);
+        let owners = OwnerIndex::default();
+        let infra = infra.or_else(|| own_tracker::<P>(&client, &config));
+        let mut registration = infra
+            .as_ref()
+            .filter(|_| P::INFRA_REF.is_some())
+            .map(InfraTracker::register::<P>);
+        let feeds = Feeds {
+            queue: &queue,
+            caches: &caches,
+            owners: &owners,
+            infra: registration.as_ref().map(InfraRegistration::tracker),
+        };
+        let mut watches = watches::start(&client, &config, writers, feeds);
+        let infra_refs = registration.as_ref().map(InfraRegistration::tracker);
+        let ctx = Arc::new(context(client, &config, caches, infra, infra_refs));
+
+        // Shutdown may come before the caches ever sync (an unreachable API server, a
+        // missing CRD): the wait for them must not outlive it.
+        let stop = CancellationToken::new();
+        let run = async {
+            if !until_ready(&ctx, &watches, preparing, &stop).await {
+                return;
+            }
+            triggers::queue_infra_triggers(registration.as_mut(), &queue);
+            ready.send_replace(true);
+            tracing::info!(controller = P::NAME, "caches synced; reconciling");
+            let forward = triggers::forward_infra_triggers(registration.as_mut(), &queue, &stop);
+            let work = workers::run(config.concurrency, &queue, &ctx, &dispatch, observer.as_ref());
+            futures::future::join(work, forward).await;
+        };
+        let stopping = async {
+            shutdown.await;
+            tracing::info!(
+                controller = P::NAME,
+                "shutting down; finishing in-flight reconciles"
+            );
+            stop.cancel();
+            queue.shut_down();
+        };
+        // The workers end once the queue is shut down and the in-flight reconciles have
+        // returned.
+        futures::future::join(run, stopping).await;
+        let started = ready.send_replace(false);
+        watches.tasks.shutdown().await;
+        if started {
+            dispatch.finish(&ctx).await;
+        }
+    }
+}
+
+/// A tracker of the controller's own, for a pair with an infrastructure reference that
+/// was given none to share: the infrastructure watches follow from the declaration, not
+/// from extra wiring.
+fn own_tracker<P: SyncPair>(client: &Client, config: &SyncConfig) -> Option<InfraTracker> {
+    let field = P::INFRA_REF?;
+    tracing::debug!(
+        controller = P::NAME,
+        field,
+        "watching the infrastructure kinds the CAPI objects reference"
+    );
+    Some(InfraTracker::new(
+        client.clone(),
+        watches::own_infra_config(config),
+    ))
+}
+
+/// What the hooks are given.
+fn context<P: SyncPair>(
+    client: Client,
+    config: &SyncConfig,
+    caches: Caches<P>,
+    infra: Option<InfraTracker>,
+    infra_refs: Option<ControllerHandle>,
+) -> SyncContext<P> {
+    let reporter = Reporter {
+        controller: P::NAME.into(),
+        instance: config.instance.clone(),
+    };
+    SyncContext {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        namespaces: config.namespaces.clone(),
+        caches,
+        infra,
+        infra_refs,
+    }
+}
+
+/// Waits for the watches' lists, the infrastructure kinds' lists and what the dispatch
+/// prepares; false when stopped first.
+async fn until_ready<P: SyncPair>(
+    ctx: &SyncContext<P>,
+    watches: &Watches,
+    preparing: tokio::task::JoinHandle<()>,
+    stop: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        () = watches.listed() => {}
+        () = stop.cancelled() => return false,
+    }
+    // Start with the infrastructure caches too: a pair reconciled before its kind's cache
+    // has listed would reach the hook without its infrastructure object, and be
+    // reconciled again once the list arrives.
+    if let Some(infra) = ctx.infra.as_ref().filter(|_| P::INFRA_REF.is_some()) {
+        let kinds = ctx.infra_refs.as_ref().map(|r| r.kinds()).unwrap_or_default();
+        tokio::select! {
+            pending = infra.listed(&kinds) => if !pending.is_empty() {
+                let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
+                tracing::warn!(
+                    controller = P::NAME, ?pending,
+                    "infrastructure kinds not listed in time; reconciling without them"
+                );
+            },
+            () = stop.cancelled() => return false,
+        }
+    }
+    tokio::select! {
+        _ = preparing => true,
+        () = stop.cancelled() => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::reconcile::tests::recording_client;
+    use crate::testing::RecordingHooks;
+    use crate::testing::fixtures::MachinePair;
+
+    #[tokio::test]
+    async fn shutdown_before_the_caches_sync_returns() {
+        // Every list answers `{}`, which is no list: the caches never sync.
+        let (client, _) = recording_client();
+        let controller = SyncController::<MachinePair>::new(client, SyncConfig::default());
+        let mut readiness = controller.readiness();
+        let run = controller.run(RecordingHooks::new(), async {});
+        let finished = tokio::time::timeout(std::time::Duration::from_secs(10), run).await;
+        assert!(finished.is_ok(), "run() outlived its shutdown");
+        assert!(!readiness.is_ready());
+        assert!(
+            !readiness.wait().await,
+            "readiness reports the controller stopped unsynced"
+        );
+    }
+}

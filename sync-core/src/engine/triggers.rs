@@ -1,0 +1,108 @@
+//! What queues a name besides its own objects: its CAPI owner's mirror appearing (the
+//! CAPI-only policy) and its infrastructure object changing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::infra::InfraRegistration;
+use crate::runtime::queue::WorkQueue;
+
+/// Queues what the infrastructure watches triggered so far (before the workers start:
+/// the names are mostly queued already, and the queue holds each once).
+pub(crate) fn queue_infra_triggers(registration: Option<&mut InfraRegistration>, queue: &WorkQueue) {
+    if let Some(registration) = registration {
+        while let Some(name) = registration.try_next_trigger() {
+            queue.add(name);
+        }
+    }
+}
+
+/// Forwards the infrastructure watches' triggers to the queue until `stop`.
+pub(crate) async fn forward_infra_triggers(
+    registration: Option<&mut InfraRegistration>,
+    queue: &WorkQueue,
+    stop: &CancellationToken,
+) {
+    let Some(registration) = registration else { return };
+    while let Some(name) = tokio::select! {
+        name = registration.next_trigger() => name,
+        () = stop.cancelled() => None,
+    } {
+        queue.add(name);
+    }
+}
+
+/// CAPI object names by the names of their CAPI owners, so that an owner mirror appearing
+/// reconciles exactly the objects it owns.
+#[derive(Clone, Default)]
+pub(crate) struct OwnerIndex {
+    inner: Arc<Mutex<OwnerIndexState>>,
+}
+
+#[derive(Default)]
+struct OwnerIndexState {
+    owned: HashMap<String, HashSet<String>>,
+    owners_of: HashMap<String, Vec<String>>,
+}
+
+impl OwnerIndex {
+    pub(crate) fn set<'a>(&self, name: &str, owners: impl Iterator<Item = &'a str>) {
+        let owners: Vec<String> = owners.map(str::to_owned).collect();
+        let mut state = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for old in state.owners_of.remove(name).unwrap_or_default() {
+            if let Some(set) = state.owned.get_mut(&old) {
+                set.remove(name);
+                if set.is_empty() {
+                    state.owned.remove(&old);
+                }
+            }
+        }
+        for owner in &owners {
+            state
+                .owned
+                .entry(owner.clone())
+                .or_default()
+                .insert(name.to_owned());
+        }
+        if !owners.is_empty() {
+            state.owners_of.insert(name.to_owned(), owners);
+        }
+    }
+
+    pub(crate) fn owned_by(&self, owner: &str) -> Vec<String> {
+        let state = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state
+            .owned
+            .get(owner)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_index_follows_changes_of_ownership() {
+        let index = OwnerIndex::default();
+        index.set("m1", ["set-a"].into_iter());
+        index.set("m2", ["set-a"].into_iter());
+        let mut owned = index.owned_by("set-a");
+        owned.sort();
+        assert_eq!(owned, ["m1", "m2"]);
+        index.set("m1", ["set-b"].into_iter());
+        assert_eq!(index.owned_by("set-a"), ["m2"]);
+        assert_eq!(index.owned_by("set-b"), ["m1"]);
+        index.set("m2", std::iter::empty());
+        assert!(index.owned_by("set-a").is_empty());
+    }
+}
