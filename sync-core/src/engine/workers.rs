@@ -120,7 +120,7 @@ mod tests {
             next_within(&queue, Duration::from_secs(2)).await.as_deref(),
             Some("a")
         );
-        requeue::<MachinePair>(&queue, "a", Err(Terminal::new("the spec cannot be converted")));
+        requeue::<MachinePair>(&queue, "a", Err(Terminal::error("the spec cannot be converted")));
         queue.done("a");
         assert_eq!(queue.failures("a"), 0, "its backoff is reset");
         assert_eq!(
@@ -141,7 +141,7 @@ mod tests {
             Some("a")
         );
         queue.done("a");
-        let error = RetryAfter::new(Duration::from_secs(30), "the bootstrap secret is not there yet");
+        let error = RetryAfter::error(Duration::from_secs(30), "the bootstrap secret is not there yet");
         requeue::<MachinePair>(&queue, "a", Err(error));
         assert_eq!(queue.failures("a"), 0);
         assert_eq!(next_within(&queue, Duration::from_secs(29)).await, None);

@@ -57,7 +57,7 @@ pub struct Terminal(#[source] pub HookError);
 
 impl Terminal {
     /// `error`, marked as not worth retrying.
-    pub fn new(error: impl Into<HookError>) -> HookError {
+    pub fn error(error: impl Into<HookError>) -> HookError {
         Box::new(Self(error.into()))
     }
 }
@@ -77,7 +77,7 @@ pub struct RetryAfter {
 
 impl RetryAfter {
     /// `error`, to be retried after `after`.
-    pub fn new(after: Duration, error: impl Into<HookError>) -> HookError {
+    pub fn error(after: Duration, error: impl Into<HookError>) -> HookError {
         Box::new(Self {
             after,
             source: error.into(),
@@ -170,11 +170,11 @@ mod stale_read_tests {
 
     #[test]
     fn terminal_and_retry_after_are_found_anywhere_in_the_chain() {
-        let terminal = Terminal::new("the spec cannot be converted");
+        let terminal = Terminal::error("the spec cannot be converted");
         assert_eq!(ErrorKind::of(terminal.as_ref()), ErrorKind::Terminal);
         assert_eq!(terminal.to_string(), "the spec cannot be converted");
         let delay = Duration::from_secs(7);
-        let retry = RetryAfter::new(delay, api_error(429));
+        let retry = RetryAfter::error(delay, api_error(429));
         assert_eq!(ErrorKind::of(retry.as_ref()), ErrorKind::RetryAfter(delay));
         let wrapped: HookError = Box::new(Outer(Terminal(api_error(409).into())));
         assert_eq!(
