@@ -133,7 +133,7 @@ async fn hold_off_contest<P: SyncPair>(
     result: HookResult,
 ) -> HookResult {
     let contest = match &result {
-        Err(error) => crate::hooks::toolkit::contest::find(error.as_ref()).cloned(),
+        Err(error) => crate::hooks::toolkit::apply::find_contest(error.as_ref()).cloned(),
         Ok(_) => None,
     };
     let Some(contest) = contest else { return result };

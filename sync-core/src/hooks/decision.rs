@@ -5,7 +5,7 @@
 
 use kube::Resource;
 
-use crate::api::{AuthoritativeApi, capi};
+use crate::api::{AuthoritativeApi, api_group, capi};
 use crate::hooks::Direction;
 use crate::pair::{CapiOnly, MapiObject, SyncPair, owner_kind};
 
@@ -95,11 +95,6 @@ pub fn capi_owner_names<P: SyncPair>(capi: &P::Capi) -> impl Iterator<Item = &st
         .flatten()
         .filter(move |owner| owner.kind == kind && api_group(&owner.api_version) == capi::GROUP)
         .map(|owner| owner.name.as_str())
-}
-
-/// The group of an `apiVersion` (`""` for the core group's `v1`).
-pub fn api_group(api_version: &str) -> &str {
-    api_version.split_once('/').map_or("", |(group, _)| group)
 }
 
 #[cfg(test)]
@@ -266,11 +261,5 @@ mod tests {
             machine(Some(&mapi), None, &[]),
             Decision::Sync(Direction::MapiToCapi)
         );
-    }
-
-    #[test]
-    fn api_group_of_core_and_grouped_versions() {
-        assert_eq!(api_group("v1"), "");
-        assert_eq!(api_group("cluster.x-k8s.io/v1beta2"), "cluster.x-k8s.io");
     }
 }

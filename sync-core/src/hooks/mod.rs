@@ -21,7 +21,9 @@ use kube::{Resource, ResourceExt};
 use crate::pair::SyncPair;
 pub use context::SyncContext;
 pub use objects::{Deleting, Direction, SyncObjects};
-pub use outcome::{Action, ErrorKind, HookError, HookResult, RetryAfter, StaleRead, Terminal, is_stale_read};
+pub use outcome::{
+    Action, ErrorKind, HookError, HookResult, RetryAfter, StaleRead, Step, Stop, Terminal, finish, is_stale_read,
+};
 
 /// The business logic of a synced pair.
 ///

@@ -34,6 +34,35 @@ pub type HookError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// What a hook returns.
 pub type HookResult = Result<Action, HookError>;
 
+/// How one step of a hook ends the reconcile before the hook's last line: with an action
+/// (a failure already reported, a dependency to wait for) or with an error. Steps return
+/// [`Step`] so that a hook reads as its steps joined by `?`, like the behaviour table it
+/// implements; [`finish`] turns the outcome back into a [`HookResult`].
+#[derive(Debug)]
+pub enum Stop {
+    /// The reconcile is over for now: return this action.
+    Done(Action),
+    /// The reconcile failed: return this error.
+    Failed(HookError),
+}
+
+impl<E: Into<HookError>> From<E> for Stop {
+    fn from(error: E) -> Self {
+        Self::Failed(error.into())
+    }
+}
+
+/// What a step of a hook returns: its value, or why the hook stops here.
+pub type Step<T> = Result<T, Stop>;
+
+/// The hook's result of steps that ran to `Ok(action)` or stopped early.
+pub fn finish(step: Step<Action>) -> HookResult {
+    match step {
+        Ok(action) | Err(Stop::Done(action)) => Ok(action),
+        Err(Stop::Failed(error)) => Err(error),
+    }
+}
+
 /// A write refused because the object changed since the hook read it (a stale cache):
 /// retried with backoff like any error, but expected, so logged at debug level rather
 /// than as a failure.
@@ -191,4 +220,25 @@ mod stale_read_tests {
     #[derive(Debug, thiserror::Error)]
     #[error("outer")]
     struct Outer(#[source] Terminal);
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::*;
+
+    fn stops_early(wait: bool) -> Step<u32> {
+        if wait {
+            return Err(Stop::Done(Action::requeue(Duration::from_secs(5))));
+        }
+        Err("the API server is down")?
+    }
+
+    #[test]
+    fn a_step_that_stops_returns_its_action_and_an_error_stays_an_error() {
+        let done = finish(stops_early(true).map(|_| Action::await_change()));
+        assert_eq!(done.ok(), Some(Action::requeue(Duration::from_secs(5))));
+        let failed = finish(stops_early(false).map(|_| Action::await_change()));
+        assert_eq!(failed.err().map(|e| e.to_string()).as_deref(), Some("the API server is down"));
+        assert_eq!(finish(Ok(Action::await_change())).ok(), Some(Action::await_change()));
+    }
 }

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::runtime::lenient::{Lenient, Malformed};
-use crate::runtime::store::{Store, Writer};
+use crate::runtime::store::{Packed, Store, Writer};
 
 /// One object an event touched.
 #[derive(Debug)]
@@ -125,20 +125,14 @@ pub async fn reflect<K>(
 pub async fn reflect_previewing<K>(
     what: &str,
     stream: impl Stream<Item = Result<watcher::Event<Lenient<K>>, watcher::Error>>,
-    mut writer: Writer<K>,
+    writer: Writer<K>,
     listed: Listed,
     mut preview: impl FnMut(&K),
     mut on_touch: impl FnMut(Touched<'_, K>),
 ) where
     K: Resource + Serialize + DeserializeOwned,
 {
-    let reader: Store<K> = writer.as_reader();
-    let key = |meta: &ObjectMeta| {
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        (namespace, meta.name.clone().unwrap_or_default())
-    };
-    let mut before_relist = HashMap::new();
-    let mut relisted: Vec<Relisted<K>> = Vec::new();
+    let mut reflector = Reflector::new(writer);
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -149,89 +143,150 @@ pub async fn reflect_previewing<K>(
             }
         };
         match without_managed_fields(event) {
-            watcher::Event::Init => {
-                before_relist = reader.snapshot();
-                writer.apply_watcher_event(&watcher::Event::Init);
-            }
-            // The writer keeps a relist's objects aside and swaps them in at InitDone:
-            // until then the store still shows the state before the relist, so the relisted
-            // objects are reported only once it holds them (a reconcile triggered earlier
-            // would read the old state, and the change would never be seen); they are kept
-            // until then, as reading them back would decode them again. The first list's
-            // objects are reported as they arrive: until it completes nothing reads the
-            // store (the engine starts its workers once every first list is reported, and
-            // an infrastructure lookup answers "unknown" until its cache is ready).
+            watcher::Event::Init => reflector.relist_started(),
             watcher::Event::InitApply(Lenient::Valid(object)) => {
                 preview(&object);
-                let unchanged = before_relist.remove(&key(object.meta())).is_some_and(|before| {
-                    before.resource_version().is_some()
-                        && before.resource_version() == object.meta().resource_version.as_deref()
-                });
-                let event = watcher::Event::InitApply(object);
-                writer.apply_watcher_event(&event);
-                if let watcher::Event::InitApply(object) = event {
-                    if !reader.is_ready() {
-                        on_touch(Touched::Present(&object));
-                    } else if !unchanged {
-                        relisted.push(Relisted::Valid(object));
-                    }
-                }
+                reflector.listed_valid(object, &mut on_touch);
             }
             watcher::Event::InitApply(Lenient::Malformed(malformed)) => {
-                // Left out of the relisted store; reported instead of gone.
-                before_relist.remove(&key(&malformed.metadata));
-                if reader.is_ready() {
-                    relisted.push(Relisted::Malformed(malformed));
-                } else {
-                    on_touch(Touched::Malformed(&malformed));
-                }
+                reflector.listed_malformed(malformed, &mut on_touch);
             }
             watcher::Event::InitDone => {
-                writer.apply_watcher_event(&watcher::Event::InitDone);
-                for entry in std::mem::take(&mut relisted) {
-                    match entry {
-                        Relisted::Valid(object) => on_touch(Touched::Present(&object)),
-                        Relisted::Malformed(malformed) => on_touch(Touched::Malformed(&malformed)),
-                    }
-                }
-                for gone in std::mem::take(&mut before_relist).into_values() {
-                    if let Some(gone) = reader.unpack(&gone) {
-                        on_touch(Touched::Gone(&gone));
-                    }
-                }
+                reflector.list_done(&mut on_touch);
                 listed.set();
             }
-            watcher::Event::Apply(Lenient::Valid(object)) => {
+            watcher::Event::Apply(object) => reflector.applied(object, &mut on_touch),
+            watcher::Event::Delete(object) => reflector.deleted(object, &mut on_touch),
+        }
+    }
+}
+
+/// The state of one reflected watch between its events: the cache, and during a relist
+/// the objects it held before and the relisted ones not reported yet.
+///
+/// The writer keeps a relist's objects aside and swaps them in at InitDone: until then
+/// the store still shows the state before the relist, so the relisted objects are reported
+/// only once it holds them (a reconcile triggered earlier would read the old state, and
+/// the change would never be seen); they are kept until then, as reading them back would
+/// decode them again. The first list's objects are reported as they arrive: until it
+/// completes nothing reads the store (the engine starts its workers once every first list
+/// is reported, and an infrastructure lookup answers "unknown" until its cache is ready).
+struct Reflector<K: Resource> {
+    writer: Writer<K>,
+    reader: Store<K>,
+    before_relist: HashMap<(String, String), Packed>,
+    relisted: Vec<Relisted<K>>,
+}
+
+impl<K> Reflector<K>
+where
+    K: Resource + Serialize + DeserializeOwned,
+{
+    fn new(writer: Writer<K>) -> Self {
+        Self {
+            reader: writer.as_reader(),
+            writer,
+            before_relist: HashMap::new(),
+            relisted: Vec::new(),
+        }
+    }
+
+    /// A (re)list begins: what the cache holds now is what a relist may find gone.
+    fn relist_started(&mut self) {
+        self.before_relist = self.reader.snapshot();
+        self.writer.apply_watcher_event(&watcher::Event::Init);
+    }
+
+    /// A valid object of a list: reported now on the first list, at the end of a relist
+    /// when it changed.
+    fn listed_valid(&mut self, object: K, on_touch: &mut impl FnMut(Touched<'_, K>)) {
+        let unchanged = self.before_relist.remove(&key(object.meta())).is_some_and(|before| {
+            before.resource_version().is_some()
+                && before.resource_version() == object.meta().resource_version.as_deref()
+        });
+        let event = watcher::Event::InitApply(object);
+        self.writer.apply_watcher_event(&event);
+        if let watcher::Event::InitApply(object) = event {
+            if !self.reader.is_ready() {
+                on_touch(Touched::Present(&object));
+            } else if !unchanged {
+                self.relisted.push(Relisted::Valid(object));
+            }
+        }
+    }
+
+    /// A malformed object of a list: left out of the store, reported instead of gone.
+    fn listed_malformed(&mut self, malformed: Box<Malformed>, on_touch: &mut impl FnMut(Touched<'_, K>)) {
+        self.before_relist.remove(&key(&malformed.metadata));
+        if self.reader.is_ready() {
+            self.relisted.push(Relisted::Malformed(malformed));
+        } else {
+            on_touch(Touched::Malformed(&malformed));
+        }
+    }
+
+    /// The list is complete: the store swaps it in, then the relisted objects and those
+    /// the relist no longer has are reported.
+    fn list_done(&mut self, on_touch: &mut impl FnMut(Touched<'_, K>)) {
+        self.writer.apply_watcher_event(&watcher::Event::InitDone);
+        for entry in std::mem::take(&mut self.relisted) {
+            match entry {
+                Relisted::Valid(object) => on_touch(Touched::Present(&object)),
+                Relisted::Malformed(malformed) => on_touch(Touched::Malformed(&malformed)),
+            }
+        }
+        for gone in std::mem::take(&mut self.before_relist).into_values() {
+            if let Some(gone) = self.reader.unpack(&gone) {
+                on_touch(Touched::Gone(&gone));
+            }
+        }
+    }
+
+    /// A watched change; a malformed version drops the object's stale valid one.
+    fn applied(&mut self, object: Lenient<K>, on_touch: &mut impl FnMut(Touched<'_, K>)) {
+        match object {
+            Lenient::Valid(object) => {
                 let event = watcher::Event::Apply(object);
-                writer.apply_watcher_event(&event);
+                self.writer.apply_watcher_event(&event);
                 if let watcher::Event::Apply(object) = &event {
                     on_touch(Touched::Present(object));
                 }
             }
-            watcher::Event::Delete(Lenient::Valid(object)) => {
+            Lenient::Malformed(malformed) => {
+                self.remove(&malformed);
+                on_touch(Touched::Malformed(&malformed));
+            }
+        }
+    }
+
+    /// A watched deletion.
+    fn deleted(&mut self, object: Lenient<K>, on_touch: &mut impl FnMut(Touched<'_, K>)) {
+        match object {
+            Lenient::Valid(object) => {
                 let event = watcher::Event::Delete(object);
-                writer.apply_watcher_event(&event);
+                self.writer.apply_watcher_event(&event);
                 if let watcher::Event::Delete(object) = &event {
                     on_touch(Touched::Gone(object));
                 }
             }
-            watcher::Event::Apply(Lenient::Malformed(malformed)) => {
-                // Its last valid version is stale: dropped.
-                writer.remove(
-                    malformed.metadata.namespace.as_deref(),
-                    malformed.metadata.name.as_deref().unwrap_or_default(),
-                );
-                on_touch(Touched::Malformed(&malformed));
-            }
-            watcher::Event::Delete(Lenient::Malformed(malformed)) => {
-                writer.remove(
-                    malformed.metadata.namespace.as_deref(),
-                    malformed.metadata.name.as_deref().unwrap_or_default(),
-                );
+            Lenient::Malformed(malformed) => {
+                self.remove(&malformed);
                 on_touch(Touched::MalformedGone(&malformed));
             }
         }
     }
+
+    fn remove(&mut self, malformed: &Malformed) {
+        let meta = &malformed.metadata;
+        self.writer
+            .remove(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default());
+    }
+}
+
+/// An object's cache key: (namespace, name).
+fn key(meta: &ObjectMeta) -> (String, String) {
+    let namespace = meta.namespace.clone().unwrap_or_default();
+    (namespace, meta.name.clone().unwrap_or_default())
 }
 
 /// Drops the field sets of `metadata.managedFields` entries other than server-side apply

@@ -28,6 +28,22 @@ pub enum ApplyError {
     Contested(#[from] Contested),
 }
 
+/// The contest anywhere in `error`'s source chain (as itself, or inside an
+/// [`ApplyError`]).
+pub fn find_contest<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e Contested> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(contest) = error.downcast_ref::<Contested>() {
+            return Some(contest);
+        }
+        if let Some(ApplyError::Contested(contest)) = error.downcast_ref::<ApplyError>() {
+            return Some(contest);
+        }
+        next = error.source();
+    }
+    None
+}
+
 /// The annotation CAPI's conversion webhooks keep lossy fields in; never compared.
 pub const CONVERSION_DATA_ANNOTATION: &str = "cluster.x-k8s.io/conversion-data";
 

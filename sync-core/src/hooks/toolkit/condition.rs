@@ -12,9 +12,39 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use super::status::Status;
 use crate::api::mapi::Condition;
 use crate::pair::MapiObject;
+
+/// A condition's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// In sync.
+    True,
+    /// Failed; the reason says why (`FailedTo…`).
+    False,
+    /// In progress.
+    Unknown,
+}
+
+impl Status {
+    /// `True`, `False`, `Unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+
+    /// The Machine API severity that goes with it: none, `Error`, `Info`.
+    pub fn severity(self) -> Option<&'static str> {
+        match self {
+            Self::True => None,
+            Self::False => Some("Error"),
+            Self::Unknown => Some("Info"),
+        }
+    }
+}
 
 /// One MAPI condition as a controller reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -52,22 +52,6 @@ pub struct Contested {
     pub retry_in: Duration,
 }
 
-/// The contest anywhere in `error`'s source chain (as itself, or inside an
-/// [`super::ApplyError`]).
-pub fn find<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e Contested> {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if let Some(contest) = error.downcast_ref::<Contested>() {
-            return Some(contest);
-        }
-        if let Some(super::ApplyError::Contested(contest)) = error.downcast_ref::<super::ApplyError>() {
-            return Some(contest);
-        }
-        next = error.source();
-    }
-    None
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
     uid: String,

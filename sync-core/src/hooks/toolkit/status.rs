@@ -10,6 +10,7 @@ use kube::Resource;
 use kube::api::Api;
 use serde_json::json;
 
+pub use super::condition::Status;
 use super::condition::{Report, apply_status};
 use crate::api::AuthoritativeApi;
 use crate::api::mapi::Condition;
@@ -17,37 +18,6 @@ use crate::pair::MapiObject;
 
 /// The condition type.
 pub const SYNCHRONIZED: &str = "Synchronized";
-
-/// A condition's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    /// In sync.
-    True,
-    /// Failed; the reason says why (`FailedTo…`).
-    False,
-    /// In progress.
-    Unknown,
-}
-
-impl Status {
-    /// `True`, `False`, `Unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::True => "True",
-            Self::False => "False",
-            Self::Unknown => "Unknown",
-        }
-    }
-
-    /// The Machine API severity that goes with it: none, `Error`, `Info`.
-    pub fn severity(self) -> Option<&'static str> {
-        match self {
-            Self::True => None,
-            Self::False => Some("Error"),
-            Self::Unknown => Some("Info"),
-        }
-    }
-}
 
 /// What the sync reports about one MAPI object.
 #[derive(Clone, Debug, PartialEq, Eq)]

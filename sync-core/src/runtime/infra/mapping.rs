@@ -13,8 +13,7 @@ use std::collections::HashSet;
 
 use kube::api::ObjectMeta;
 
-use crate::api::{MACHINESET_LABEL, capi};
-use crate::hooks::decision::api_group;
+use crate::api::{MACHINESET_LABEL, api_group, capi};
 
 /// The names (in the MAPI namespace) that an infrastructure object's change reconciles,
 /// for a controller whose CAPI kind is `capi_kind`. `referrers` are the CAPI objects known
