@@ -2,6 +2,7 @@
 //! watches read, consistent snapshots, and the serialized JSON of stored objects.
 
 pub mod encode;
+pub mod event;
 pub mod persist;
 pub mod snapshot;
 pub mod store;

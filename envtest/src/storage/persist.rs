@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::store::{Collection, Event, EventType};
+use super::event::{Collection, Event, EventType};
 
 const SNAPSHOT: &str = "objects.json";
 const JOURNAL: &str = "journal.jsonl";

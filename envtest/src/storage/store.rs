@@ -5,57 +5,16 @@
 //! burst of large objects cannot pin their history in memory: the oldest events go first,
 //! as etcd's compaction would drop them, and watches from before them get 410.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use super::event::{Collection, Event, EventType};
 use crate::resources::Registry;
 use crate::storage::encode::JsonCache;
 use crate::storage::persist::Journal;
-
-/// The type of a watch event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// `ADDED`.
-    Added,
-    /// `MODIFIED`.
-    Modified,
-    /// `DELETED`.
-    Deleted,
-}
-
-impl EventType {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One change, as retained in the event log.
-#[derive(Debug, Clone)]
-pub struct Event {
-    /// The resourceVersion of this change.
-    pub rv: u64,
-    /// The storage key of the resource (`configmaps`, `widgets.example.com`).
-    pub key: Arc<str>,
-    /// Namespace of the object (`""` when cluster scoped).
-    pub namespace: Arc<str>,
-    /// The event type.
-    pub kind: EventType,
-    /// The object after the change (for DELETED: the last state, with the delete's rv).
-    pub object: Arc<Value>,
-    /// The object before the change (MODIFIED and DELETED).
-    pub old: Option<Arc<Value>>,
-    /// The approximate JSON size of `object`, counted against the history's byte bound
-    /// (`old` is the previous event's `object`, counted there).
-    pub bytes: usize,
-}
 
 /// The default byte bound of the event history.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 * 1024 * 1024;
@@ -76,9 +35,6 @@ pub fn approximate_size(value: &Value) -> usize {
         }
     }
 }
-
-/// Objects of one resource, by (namespace, name).
-pub type Collection = BTreeMap<(String, String), Arc<Value>>;
 
 /// Everything behind the store lock.
 #[derive(Debug)]
