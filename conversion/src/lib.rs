@@ -54,4 +54,4 @@ pub mod powervs;
 pub mod provider;
 
 pub use errors::{ConversionErrors, ConversionResult, Converted, ErrorKind, FieldError, FieldPath, Warning};
-pub use infrastructure::{AwsInfrastructure, IpFamily};
+pub use aws::infrastructure::{AwsInfrastructure, IpFamily};

@@ -17,7 +17,7 @@ use sync_core::api::{Infrastructure, capi, mapi};
 
 use crate::aws::cluster::AwsCluster;
 use crate::errors::{ConversionErrors, ConversionResult, Converted, FieldError, FieldPath, Report};
-use crate::infrastructure::AwsInfrastructure;
+use crate::aws::infrastructure::AwsInfrastructure;
 pub use crate::machine::to_capi::CapiOwner;
 use crate::machine::{status, to_capi, to_mapi};
 pub use crate::provider::InfraKinds;
@@ -59,7 +59,7 @@ pub fn for_cluster(
         .and_then(|s| s.platform_type())
         .unwrap_or_default();
     match platform {
-        crate::infrastructure::AWS_PLATFORM => {
+        crate::aws::infrastructure::AWS_PLATFORM => {
             let mut infra = AwsInfrastructure::from_infrastructure(infrastructure)?;
             match cluster {
                 InfraCluster::NotRead => {}

@@ -5,6 +5,7 @@
 
 pub mod capa;
 pub mod cluster;
+pub mod infrastructure;
 pub mod provider;
 mod status;
 pub mod to_capi;
@@ -16,13 +17,14 @@ use sync_core::api::mapi;
 use self::capa::{AwsMachineSpec, AwsMachineStatus};
 pub use self::provider::{AwsMachineProviderConfig, AwsMachineProviderStatus};
 use crate::errors::{FieldError, FieldPath, Report};
-use crate::infrastructure::{AwsInfrastructure, DEFAULT_CAPI_NAMESPACE};
+use crate::aws::infrastructure::AwsInfrastructure;
+use crate::infrastructure::DEFAULT_CAPI_NAMESPACE;
 use crate::names::{MAPI_INSTANCE_TYPE_LABEL, MAPI_REGION_LABEL, MAPI_ZONE_LABEL};
 use crate::provider::{InfraKinds, InfraSpec, MachineFacts, Provider, ProviderSpecKind, ProviderStatus};
 
 /// The Cluster API Provider AWS kinds the conversion writes and reads.
 pub const KINDS: InfraKinds = InfraKinds {
-    platform: crate::infrastructure::AWS_PLATFORM,
+    platform: crate::aws::infrastructure::AWS_PLATFORM,
     group: capa::GROUP,
     version: capa::VERSION,
     machine: capa::AWS_MACHINE_KIND,

@@ -17,7 +17,7 @@ use crate::aws::provider::{
     LoadBalancerReference, TagSpecification,
 };
 use crate::errors::{FieldError, FieldPath, Report};
-use crate::infrastructure::{AwsInfrastructure, IpFamily};
+use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 
 /// The credentials Secret every OpenShift AWS cluster has; any other needs a Cluster API
 /// identity, which is a manual step.

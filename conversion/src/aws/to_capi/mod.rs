@@ -15,7 +15,7 @@ use crate::aws::capa::{
 use crate::aws::provider::AwsMachineProviderConfig;
 use crate::decode::decode;
 use crate::errors::{ConversionResult, Converted, FieldPath, Report};
-use crate::infrastructure::AwsInfrastructure;
+use crate::aws::infrastructure::AwsInfrastructure;
 use crate::machine;
 pub use crate::machine::status::selector_string;
 pub use crate::machine::to_capi::{CapiOwner, infra_machine_owner, machine_owner_reference};

@@ -13,7 +13,7 @@ use crate::aws::provider::{
 };
 use crate::aws::to_capi::DEFAULT_CREDENTIALS_SECRET;
 use crate::errors::{FieldError, FieldPath, Report};
-use crate::infrastructure::{AwsInfrastructure, IpFamily};
+use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 
 /// What the providerSpec takes from the CAPI Machine rather than the `AWSMachine`.
 pub(crate) struct MachineFacts<'a> {

@@ -10,7 +10,7 @@ use sync_core::api::{capi, mapi};
 pub(crate) use self::fields::{MachineFacts, to_provider_config};
 use crate::aws::capa::{AwsMachine, AwsMachineSpec, AwsMachineTemplate};
 use crate::errors::{ConversionResult, FieldPath, Report};
-use crate::infrastructure::AwsInfrastructure;
+use crate::aws::infrastructure::AwsInfrastructure;
 use crate::machine;
 pub use crate::machine::status::machine_set_to_mapi as convert_machine_set_status;
 
