@@ -355,10 +355,7 @@ impl RealSync {
                 stop.clone().cancelled_owned(),
             )),
             tokio::spawn(sets.run(
-                MachineSetHooks {
-                    platform,
-                    cluster: facts,
-                },
+                MachineSetHooks::new(platform, facts),
                 stop.clone().cancelled_owned(),
             )),
         ];

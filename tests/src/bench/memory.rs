@@ -130,7 +130,7 @@ pub async fn child(args: &[String]) -> Result<(), BenchError> {
         let sets: usize = sets.parse().map_err(|_| usage())?;
         let started = Instant::now();
         let kubeconfig = std::fs::read_to_string(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
-        let controllers = super::real_sync::Controllers::start(&kubeconfig, 0)?;
+        let controllers = super::real_controllers::Controllers::start(&kubeconfig, 0)?;
         controllers.quiet(machines + sets, TIMEOUT).await?;
         println!("{RECONCILED} {}", started.elapsed().as_millis());
         let mut rest = Vec::new();

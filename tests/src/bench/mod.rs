@@ -26,6 +26,7 @@ pub mod fill;
 pub mod memory;
 pub mod probe;
 pub mod procfs;
+pub mod real_controllers;
 pub mod real_sync;
 pub mod report;
 pub mod requests;

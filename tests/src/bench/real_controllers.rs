@@ -1,0 +1,204 @@
+//! The operator's Machine and MachineSet controllers with the AWS hooks, on a runtime of
+//! their own with a counted client: what the real-sync bench and the memory child run.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use controllers::machine::{MachineHooks, MachineSync};
+use controllers::machine_set::{MachineSetHooks, MachineSetSync};
+use controllers::sync::Cluster as ClusterFacts;
+use kube::Client;
+use sync_core::observe::{Observer, Outcome};
+use sync_core::{InfraConfig, InfraTracker, SyncConfig, SyncController};
+
+use super::BenchError;
+use super::fill;
+use super::requests::{Requests, counted_client};
+use super::sut::Running;
+
+/// Names each controller reconciles at once (sync-core's default), and the floor's writes
+/// in flight per kind of pair.
+pub const CONCURRENCY: usize = 4;
+/// How long without a write or a reconcile counts as quiet.
+pub const QUIET: Duration = Duration::from_secs(1);
+/// One reconcile, when it finished.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// The controller's name.
+    pub controller: &'static str,
+    /// When it finished.
+    pub at: Instant,
+    /// Whether a hook ran (not a skip).
+    pub hook: bool,
+}
+
+/// An [`Observer`] that keeps the time of every reconcile.
+#[derive(Clone, Default)]
+pub struct TimedObserver(Arc<Mutex<Vec<Timed>>>);
+
+impl Observer for TimedObserver {
+    fn reconciled(&self, controller: &'static str, _: &str, outcome: &Outcome, _: Duration) {
+        let hook = !matches!(outcome, Outcome::Skipped(_));
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Timed {
+                controller,
+                at: Instant::now(),
+                hook,
+            });
+    }
+}
+
+impl TimedObserver {
+    /// Every reconcile so far.
+    pub fn all(&self) -> Vec<Timed> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// (reconciles, hook calls) so far.
+    pub fn counts(&self) -> (usize, usize) {
+        let all = self.all();
+        (all.len(), all.iter().filter(|t| t.hook).count())
+    }
+
+    /// When `controller`'s first reconcile finished.
+    pub fn first_of(&self, controller: &str) -> Option<Instant> {
+        self.all()
+            .iter()
+            .filter(|t| t.controller == controller)
+            .map(|t| t.at)
+            .min()
+    }
+
+    /// When the last reconcile finished.
+    pub fn last(&self) -> Option<Instant> {
+        self.all().iter().map(|t| t.at).max()
+    }
+}
+
+/// The controllers with the real hooks, on a runtime of their own, with a counted client.
+pub struct Controllers {
+    running: Running,
+    /// Their requests.
+    pub requests: Arc<Requests>,
+    /// Their reconciles.
+    pub observer: TimedObserver,
+}
+
+impl Controllers {
+    /// Starts both controllers against the cluster of `kubeconfig`.
+    pub fn start(kubeconfig: &str, session: usize) -> Result<Self, BenchError> {
+        let requests = Requests::new();
+        let observer = TimedObserver::default();
+        let (kubeconfig, counted, observed) = (kubeconfig.to_owned(), requests.clone(), observer.clone());
+        let running = Running::spawn(&format!("real-{session}"), move |stopped| async move {
+            let client = counted_client(&kubeconfig, counted).await?;
+            run_controllers(client, observed, async move {
+                let _ = stopped.await;
+            })
+            .await
+        })?;
+        Ok(Self {
+            running,
+            requests,
+            observer,
+        })
+    }
+
+    /// When they were started.
+    pub fn started(&self) -> Instant {
+        self.running.started
+    }
+
+    /// Their CPU time so far.
+    pub fn cpu(&self) -> Duration {
+        self.running.cpu()
+    }
+
+    /// Stops them.
+    pub async fn stop(self) -> Result<(), BenchError> {
+        self.running.stop().await
+    }
+
+    /// Waits until at least `reconciles` reconciles happened and then neither a write nor
+    /// a reconcile for [`QUIET`] (at most `bound`); returns the last activity's time after
+    /// the start. The floor on reconciles keeps the lists of a large fleet (longer than
+    /// [`QUIET`], and silent) from passing for quiet.
+    pub async fn quiet(&self, reconciles: usize, bound: Duration) -> Result<Duration, BenchError> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if self.observer.counts().0 < reconciles {
+                if Instant::now() >= deadline {
+                    return Err(BenchError::Other(format!(
+                        "fewer than {reconciles} reconciles within {bound:?}"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            let last = [self.requests.last_write(), self.observer.last()]
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(self.started());
+            if last.elapsed() >= QUIET {
+                return Ok(last.saturating_duration_since(self.started()));
+            }
+            if Instant::now() >= deadline {
+                return Err(BenchError::Other(format!(
+                    "the controllers did not fall quiet within {bound:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Both controllers with the AWS hooks until `shutdown`.
+async fn run_controllers(
+    client: Client,
+    observer: TimedObserver,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), BenchError> {
+    let namespaces = fill::namespaces();
+    let config = SyncConfig {
+        namespaces: namespaces.clone(),
+        concurrency: CONCURRENCY,
+        ..SyncConfig::default()
+    };
+    let facts = Arc::new(ClusterFacts::from_infrastructure(
+        crate::real::infrastructure().map_err(|e| BenchError::Other(e.to_string()))?,
+    ));
+    let platform = controllers::platform::for_cluster(&facts).map_err(BenchError::Other)?;
+    // The operator's restart checkpoint (its namespace here: the CAPI one).
+    let checkpoint = facts
+        .checkpoint(&namespaces.capi, &namespaces)
+        .await
+        .map_err(BenchError::Other)?;
+    let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
+    let observer: Arc<dyn Observer> = Arc::new(observer);
+    let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
+        .with_infra(tracker.clone())
+        .with_observer(observer.clone())
+        .with_checkpoint(checkpoint.clone());
+    let sets = SyncController::<MachineSetSync>::new(client, config)
+        .with_infra(tracker)
+        .with_observer(observer)
+        .with_checkpoint(checkpoint);
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    tokio::join!(
+        machines.run(
+            MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
+            shutdown.clone(),
+        ),
+        sets.run(
+            MachineSetHooks::new(platform, facts),
+            shutdown,
+        ),
+    );
+    Ok(())
+}
