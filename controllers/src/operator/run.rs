@@ -868,10 +868,7 @@ impl Controllers {
         let cluster = Arc::new(cluster);
         Some((
             MachineHooks::new(platform.clone(), cluster.clone()).with_capi_sets(self.sets.caches().capi),
-            MachineSetHooks {
-                platform,
-                cluster: cluster.clone(),
-            },
+            MachineSetHooks::new(platform, cluster.clone()),
             cluster,
         ))
     }

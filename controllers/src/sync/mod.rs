@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod convert;
 pub mod drift;
+pub mod hooks;
 pub mod infra;
 pub mod owners;
 pub mod takeover;
@@ -11,6 +12,12 @@ pub mod teardown;
 
 pub use cluster::Cluster;
 pub use convert::{Platform, Warning};
+pub use hooks::PlatformHooks;
+
+/// The field manager of the Machine sync's writes, and the prefix of its condition's.
+pub const MACHINE_CONTROLLER: &str = "MachineSyncController";
+/// The field manager of the MachineSet sync's writes, and the prefix of its condition's.
+pub const MACHINE_SET_CONTROLLER: &str = "MachineSetSyncController";
 
 /// The finalizer the MAPI machine controller keeps until it has deleted the instance.
 pub const MAPI_MACHINE_FINALIZER: &str = "machine.machine.openshift.io";

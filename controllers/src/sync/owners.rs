@@ -6,23 +6,117 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
-use sync_core::SyncContext;
+use sync_core::{SyncContext, SyncPair};
 use sync_core::api::{capi, mapi};
-use sync_core::decision::api_group;
+use sync_core::api::api_group;
 use sync_core::store::Store;
 
 use super::Cluster;
-use crate::machine::MachineSync;
+
+/// An owner a conversion cannot express: the object is reported, not retried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsupportedOwner {
+    /// A Machine of the control plane (owned by the ControlPlaneMachineSet).
+    #[error(
+        "metadata.ownerReferences: conversion of control plane machines owned by control plane machine set is currently not supported"
+    )]
+    ControlPlane,
+    /// An owner of a kind the other API has no counterpart for.
+    #[error("metadata.ownerReferences: owner kind {api_version} {kind} is not supported for conversion")]
+    Kind {
+        /// The owner's `apiVersion`.
+        api_version: String,
+        /// The owner's kind.
+        kind: String,
+    },
+    /// More than one owner.
+    #[error("metadata.ownerReferences: must have at most 1 item, has {0}")]
+    TooMany(usize),
+    /// A MAPI MachineSet with any owner.
+    #[error("metadata.ownerReferences: owner references conversion is not supported for machine set")]
+    MachineSet,
+}
 
 /// Why no owner reference can be given (yet).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
     /// The owner cannot be converted: a field error, not retried.
-    Unsupported(String),
+    #[error(transparent)]
+    Unsupported(#[from] UnsupportedOwner),
     /// The owner's mirror does not exist yet.
+    #[error("CAPI MachineSet {0} does not exist yet")]
     Waiting(String),
     /// Reading the owner failed.
-    Api(kube::Error),
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+/// What owns the CAPI mirror of a MAPI Machine, by the MAPI Machine's owners.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CapiMachineOwner {
+    /// No owner: the CAPI `Cluster`, when it exists.
+    Cluster,
+    /// A MAPI MachineSet: the CAPI MachineSet of the same name.
+    MachineSet(String),
+}
+
+/// The owner rule of a MAPI Machine's mirror: none or the Cluster, a MAPI MachineSet's
+/// mirror; a control-plane or foreign owner, or more than one, does not convert.
+pub fn capi_machine_owner(owners: &[OwnerReference]) -> Result<CapiMachineOwner, UnsupportedOwner> {
+    match owners {
+        [] => Ok(CapiMachineOwner::Cluster),
+        [owner] if owner.kind == "MachineSet" && api_group(&owner.api_version) == mapi::GROUP => {
+            Ok(CapiMachineOwner::MachineSet(owner.name.clone()))
+        }
+        [owner] if owner.kind == "ControlPlaneMachineSet" => Err(UnsupportedOwner::ControlPlane),
+        [owner] => Err(unsupported_kind(owner)),
+        more => Err(UnsupportedOwner::TooMany(more.len())),
+    }
+}
+
+/// A CAPI Machine converts when it has at most one owner: its MachineSet or the Cluster.
+pub fn check_capi_machine_owners(owners: &[OwnerReference]) -> Result<(), UnsupportedOwner> {
+    match owners {
+        [] => Ok(()),
+        [owner]
+            if api_group(&owner.api_version) == capi::GROUP
+                && matches!(owner.kind.as_str(), "MachineSet" | "Cluster") =>
+        {
+            Ok(())
+        }
+        [owner] => Err(unsupported_kind(owner)),
+        more => Err(UnsupportedOwner::TooMany(more.len())),
+    }
+}
+
+/// A CAPI MachineSet converts with at most one owner, the Cluster (of this API version).
+pub fn check_capi_machine_set_owners(owners: &[OwnerReference]) -> Result<(), UnsupportedOwner> {
+    match owners {
+        [] => Ok(()),
+        [owner]
+            if owner.kind == "Cluster"
+                && owner.api_version == format!("{}/{}", capi::GROUP, capi::VERSION) =>
+        {
+            Ok(())
+        }
+        [owner] => Err(unsupported_kind(owner)),
+        more => Err(UnsupportedOwner::TooMany(more.len())),
+    }
+}
+
+/// A MAPI MachineSet converts without owners: the CAPI set's owner is the Cluster.
+pub fn check_mapi_machine_set_owners(owners: &[OwnerReference]) -> Result<(), UnsupportedOwner> {
+    match owners {
+        [] => Ok(()),
+        _ => Err(UnsupportedOwner::MachineSet),
+    }
+}
+
+fn unsupported_kind(owner: &OwnerReference) -> UnsupportedOwner {
+    UnsupportedOwner::Kind {
+        api_version: owner.api_version.clone(),
+        kind: owner.kind.clone(),
+    }
 }
 
 /// A controller owner reference to `owner` (`blockOwnerDeletion`, as garbage collection
@@ -61,77 +155,41 @@ impl CapiSets {
     }
 }
 
-/// The owner of a CAPI Machine mirroring `mapi`: the same-name CAPI MachineSet when a
-/// MAPI MachineSet owns it, else the CAPI `Cluster` (when it exists).
-pub async fn capi_owner_of_mapi_machine(
+/// The owner of a CAPI Machine mirroring `mapi` ([`capi_machine_owner`]): the same-name
+/// CAPI MachineSet, or the CAPI `Cluster` when it exists.
+pub async fn capi_owner_of_mapi_machine<P: SyncPair>(
     mapi: &mapi::Machine,
     capi_sets: &CapiSets,
     cluster: &Cluster,
-    ctx: &SyncContext<MachineSync>,
+    ctx: &SyncContext<P>,
 ) -> Result<Option<OwnerReference>, OwnerError> {
-    match mapi.owner_references() {
-        [] => cluster_owner(ctx, cluster).await.map_err(OwnerError::Api),
-        [owner] if owner.kind == "MachineSet" && api_group(&owner.api_version) == mapi::GROUP => {
-            match capi_sets.get(&owner.name).await.map_err(OwnerError::Api)? {
-                Some(set) => Ok(Some(controller_ref(set.as_ref()))),
-                None => Err(OwnerError::Waiting(format!("CAPI MachineSet {} does not exist yet", owner.name))),
-            }
-        }
-        [owner] if owner.kind == "ControlPlaneMachineSet" => Err(OwnerError::Unsupported(
-            "metadata.ownerReferences: conversion of control plane machines owned by control plane machine set is currently not supported"
-                .into(),
-        )),
-        [owner] => Err(OwnerError::Unsupported(format!(
-            "metadata.ownerReferences: owner kind {} {} is not supported for conversion",
-            owner.api_version, owner.kind
-        ))),
-        more => Err(OwnerError::Unsupported(format!(
-            "metadata.ownerReferences: must have at most 1 item, has {}",
-            more.len()
-        ))),
-    }
-}
-
-/// A CAPI Machine converts when it has at most one owner: its MachineSet or the Cluster.
-pub fn check_capi_machine_owners(machine: &capi::Machine) -> Result<(), String> {
-    match machine.owner_references() {
-        [] => Ok(()),
-        [owner]
-            if api_group(&owner.api_version) == capi::GROUP
-                && matches!(owner.kind.as_str(), "MachineSet" | "Cluster") =>
-        {
-            Ok(())
-        }
-        [owner] => Err(format!(
-            "metadata.ownerReferences: owner kind {} {} is not supported for conversion",
-            owner.api_version, owner.kind
-        )),
-        more => Err(format!(
-            "metadata.ownerReferences: must have at most 1 item, has {}",
-            more.len()
-        )),
+    match capi_machine_owner(mapi.owner_references())? {
+        CapiMachineOwner::Cluster => Ok(cluster_owner(ctx, cluster).await?),
+        CapiMachineOwner::MachineSet(name) => match capi_sets.get(&name).await? {
+            Some(set) => Ok(Some(controller_ref(set.as_ref()))),
+            None => Err(OwnerError::Waiting(name)),
+        },
     }
 }
 
 /// The owner of a MAPI Machine mirroring `machine`: the MAPI MachineSet mirroring its
-/// CAPI MachineSet owner, when there is one.
+/// CAPI MachineSet owner, when `mirrors` (the MAPI MachineSets in `mapi_namespace`) holds it.
 pub fn mapi_owner_of_capi_machine(
     machine: &capi::Machine,
-    ctx: &SyncContext<MachineSync>,
+    mirrors: Option<&Store<mapi::MachineSet>>,
+    mapi_namespace: &str,
 ) -> Option<Vec<OwnerReference>> {
     let owner = machine
         .owner_references()
         .iter()
         .find(|o| o.kind == "MachineSet" && api_group(&o.api_version) == capi::GROUP)?;
-    let store = ctx.caches.owner_mirrors.as_ref()?;
-    let set =
-        store.get(&kube::runtime::reflector::ObjectRef::new(&owner.name).within(&ctx.namespaces.mapi))?;
+    let set = mirrors?.get(&ObjectRef::new(&owner.name).within(mapi_namespace))?;
     Some(vec![controller_ref(set.as_ref())])
 }
 
 /// The CAPI `Cluster` named by the infrastructure name, as a non-controller owner; `None`
 /// when the kind is not served or the object does not exist.
-pub async fn cluster_owner<P: sync_core::SyncPair>(
+pub async fn cluster_owner<P: SyncPair>(
     ctx: &SyncContext<P>,
     cluster: &Cluster,
 ) -> Result<Option<OwnerReference>, kube::Error> {
@@ -152,5 +210,80 @@ pub async fn cluster_owner<P: sync_core::SyncPair>(
         Ok(None) => Ok(None),
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
         Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(api_version: &str, kind: &str, name: &str) -> OwnerReference {
+        OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            ..OwnerReference::default()
+        }
+    }
+
+    fn capi_owner(kind: &str) -> OwnerReference {
+        owner(&format!("{}/{}", capi::GROUP, capi::VERSION), kind, "x")
+    }
+
+    /// Machine row `MachineAPI`: owned by the same-name CAPI MachineSet or else the Cluster.
+    #[test]
+    fn machine_mirror_is_owned_by_the_same_name_capi_set_or_else_the_cluster() {
+        assert_eq!(capi_machine_owner(&[]), Ok(CapiMachineOwner::Cluster));
+        let set = owner("machine.openshift.io/v1beta1", "MachineSet", "workers");
+        assert_eq!(
+            capi_machine_owner(&[set]),
+            Ok(CapiMachineOwner::MachineSet("workers".into()))
+        );
+    }
+
+    /// Machine row "a control-plane or foreign owner": reported, not converted.
+    #[test]
+    fn machine_with_a_control_plane_or_foreign_owner_does_not_convert() {
+        let cpms = owner("machine.openshift.io/v1", "ControlPlaneMachineSet", "cluster");
+        assert_eq!(capi_machine_owner(&[cpms]), Err(UnsupportedOwner::ControlPlane));
+        let foreign = owner("apps/v1", "Deployment", "d");
+        let refused = capi_machine_owner(std::slice::from_ref(&foreign)).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "metadata.ownerReferences: owner kind apps/v1 Deployment is not supported for conversion"
+        );
+        assert_eq!(
+            capi_machine_owner(&[foreign.clone(), foreign]),
+            Err(UnsupportedOwner::TooMany(2))
+        );
+    }
+
+    /// Machine row `ClusterAPI`: a CAPI Machine owned by its MachineSet or the Cluster converts.
+    #[test]
+    fn capi_machine_converts_with_its_set_or_the_cluster_as_owner() {
+        assert_eq!(check_capi_machine_owners(&[]), Ok(()));
+        assert_eq!(check_capi_machine_owners(&[capi_owner("MachineSet")]), Ok(()));
+        assert_eq!(check_capi_machine_owners(&[capi_owner("Cluster")]), Ok(()));
+        let refused = check_capi_machine_owners(&[capi_owner("MachineDeployment")]).unwrap_err();
+        assert!(matches!(refused, UnsupportedOwner::Kind { .. }), "{refused}");
+        let two = [capi_owner("MachineSet"), capi_owner("Cluster")];
+        assert_eq!(
+            check_capi_machine_owners(&two).map_err(|e| e.to_string()),
+            Err("metadata.ownerReferences: must have at most 1 item, has 2".into())
+        );
+    }
+
+    /// MachineSet rows: a MAPI set has no owners; a CAPI set at most the Cluster.
+    #[test]
+    fn machine_sets_convert_without_owners_or_with_the_cluster_only() {
+        assert_eq!(check_mapi_machine_set_owners(&[]), Ok(()));
+        assert_eq!(
+            check_mapi_machine_set_owners(&[capi_owner("Cluster")]).map_err(|e| e.to_string()),
+            Err("metadata.ownerReferences: owner references conversion is not supported for machine set".into())
+        );
+        assert_eq!(check_capi_machine_set_owners(&[capi_owner("Cluster")]), Ok(()));
+        let old_cluster = owner("cluster.x-k8s.io/v1beta1", "Cluster", "c");
+        assert!(check_capi_machine_set_owners(&[old_cluster]).is_err());
+        assert!(check_capi_machine_set_owners(&[capi_owner("MachineDeployment")]).is_err());
     }
 }

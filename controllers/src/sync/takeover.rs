@@ -20,8 +20,8 @@ use sync_core::toolkit::SYNC_FINALIZER;
 /// The field managers of the controllers that write a pair (each writes under its name
 /// or a name it prefixes).
 pub const SYNC_MANAGERS: &[&str] = &[
-    crate::machine::CONTROLLER,
-    crate::machine_set::CONTROLLER,
+    super::MACHINE_CONTROLLER,
+    super::MACHINE_SET_CONTROLLER,
     "MachineMigrationController",
     "MachineSetMigrationController",
 ];
