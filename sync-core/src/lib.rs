@@ -25,12 +25,12 @@ pub use runtime::{events, infra, store};
 pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use hooks::{
-    Action, Deleting, Direction, HookError, HookResult, RetryAfter, StaleRead, SyncHooks, SyncObjects,
-    Terminal, is_stale_read,
+    Action, DeclaredWithoutCustomHooks, Deleting, Direction, HookError, HookFuture, HookResult, RetryAfter,
+    StaleRead, SyncHooks, SyncObjects, Terminal, is_stale_read,
 };
 pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};
-pub use pair::{CapiOnly, MapiObject, NoOwner, SyncObject, SyncPair};
+pub use pair::{CapiOnly, MapiObject, Namespaced, NoOwner, SyncObject, SyncPair};
 pub use runtime::queue::Backoff;
 pub use store::Store;
 #[cfg(feature = "testkit")]

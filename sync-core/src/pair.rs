@@ -16,6 +16,25 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{AuthoritativeApi, InfraRef, MalformedRef, MapiStatus, SyncStatus};
 
+/// A namespaced kind: every synced object lives in a namespace (MAPI objects in
+/// `openshift-machine-api`, CAPI ones in `openshift-cluster-api`). Checked first on the
+/// declared kinds, so that a cluster-scoped kind is told to add `namespaced` rather than
+/// shown a scope mismatch ([`SyncObject`] carries the scope the engine relies on).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is cluster-scoped, but a synced kind must be namespaced",
+    label = "a cluster-scoped kind",
+    note = "add `namespaced` to the kind's `#[kube(...)]` attribute"
+)]
+pub trait Namespaced: Resource {}
+
+#[diagnostic::do_not_recommend]
+impl<K: Resource> Namespaced for K where K::Scope: NamespacedScope {}
+
+/// The scope of a namespaced kind (kube's [`NamespaceResourceScope`]).
+pub trait NamespacedScope {}
+
+impl NamespacedScope for NamespaceResourceScope {}
+
 /// A namespaced Kubernetes object type the engine can watch and cache.
 pub trait SyncObject:
     Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -92,9 +111,9 @@ pub enum CapiOnly {
 /// what a person would write.
 pub trait SyncPair: Send + Sync + 'static {
     /// The Machine API kind, watched in the MAPI namespace.
-    type Mapi: MapiObject;
+    type Mapi: Namespaced + MapiObject;
     /// The Cluster API kind, watched in the CAPI namespace.
-    type Capi: SyncObject;
+    type Capi: Namespaced + SyncObject;
     /// The MAPI kind whose objects mirror the CAPI owners of CAPI-only objects, under
     /// [`CapiOnly::MirrorIfOwnerMirrored`]: a CAPI owner `kind` of this type's kind, in the
     /// CAPI group, is mirrored when a MAPI object of this type has the owner's name.

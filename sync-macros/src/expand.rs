@@ -1,7 +1,7 @@
 //! Stage 3: generate the per-pair glue from a validated [`Pair`].
 //!
 //! The output is what a person would write by hand: one `impl SyncPair` and, unless the
-//! user writes their own, the stub `impl SyncHooks`. Every path is absolute, so the
+//! user writes their own hooks, `impl DeclaredWithoutCustomHooks` (the stub hooks). Every path is absolute, so the
 //! expansion needs no imports besides a dependency on `sync-core`.
 
 use proc_macro2::TokenStream;
@@ -62,7 +62,8 @@ pub(crate) fn fallback(fallback: &Fallback) -> TokenStream {
     let placeholder = quote!(::sync_core::NoOwner);
     let kind = |path: &Option<syn::Path>| path.as_ref().map_or(placeholder.clone(), |path| quote!(#path));
     let (mapi, capi, owner) = (kind(&fallback.mapi), kind(&fallback.capi), kind(&fallback.owner));
-    let hooks = (!fallback.custom_hooks).then(|| quote!(impl ::sync_core::SyncHooks<#ident> for #ident {}));
+    let hooks =
+        (!fallback.custom_hooks).then(|| quote!(impl ::sync_core::DeclaredWithoutCustomHooks for #ident {}));
     quote! {
         impl ::sync_core::SyncPair for #ident {
             type Mapi = #mapi;
@@ -124,7 +125,7 @@ fn infra_ref_fn(pair: &Pair) -> TokenStream {
 fn hooks(ident: &Ident, hooks: &Hooks) -> TokenStream {
     match hooks {
         Hooks::Stubs => quote! {
-            impl ::sync_core::SyncHooks<#ident> for #ident {}
+            impl ::sync_core::DeclaredWithoutCustomHooks for #ident {}
         },
         Hooks::Custom(span) => {
             let ident = Ident::new(&ident.to_string(), *span);

@@ -38,7 +38,7 @@ pub(crate) enum CapiOnly {
 /// Who implements `SyncHooks` for the pair.
 #[derive(Debug)]
 pub(crate) enum Hooks {
-    /// The macro emits the stub impl (the trait's defaults).
+    /// The macro emits `impl DeclaredWithoutCustomHooks`: the stubs (the trait's defaults).
     Stubs,
     /// The user does; the span is the `custom_hooks` flag's.
     Custom(Span),

@@ -1,5 +1,6 @@
 //! `ADDING_A_PAIR.md` shows, byte for byte, the crate `guide/` that the workspace builds
-//! and tests: its dependencies, its `src/lib.rs` and its `tests/decision_table.rs`.
+//! and tests: its dependencies, its `src/lib.rs`, its `tests/decision_table.rs` and
+//! `tests/hooks.rs`, and the workspace's profile sections an outside crate copies.
 
 /// The code blocks of the guide fenced with ` ```lang `, in order.
 fn blocks<'a>(guide: &'a str, lang: &str) -> Vec<&'a str> {
@@ -25,6 +26,22 @@ fn the_guide_shows_the_crate_it_tests() {
         rust.get(1).copied(),
         Some(include_str!("../guide/tests/decision_table.rs")),
         "the guide's second Rust block and guide/tests/decision_table.rs differ: copy the file into the guide"
+    );
+    assert_eq!(
+        rust.get(2).copied(),
+        Some(include_str!("../guide/tests/hooks.rs")),
+        "the guide's third Rust block and guide/tests/hooks.rs differ: copy the file into the guide"
+    );
+}
+
+#[test]
+fn the_guide_gives_the_workspace_profile_sections() {
+    let workspace = include_str!("../../Cargo.toml");
+    let profiles = workspace.find("[profile.dev]").map(|at| &workspace[at..]);
+    assert_eq!(
+        blocks(GUIDE, "toml").get(1).copied(),
+        profiles,
+        "the guide's profile sections and the workspace's Cargo.toml differ: copy them into the guide"
     );
 }
 

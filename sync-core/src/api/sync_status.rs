@@ -47,7 +47,8 @@ pub struct SyncStatus {
 /// lines, returning its flattened field.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not carry the Machine API sync-status block",
-    note = "embed `sync_core::api::SyncStatus` with `#[serde(flatten)]` and implement `MapiStatus` returning it"
+    note = "embed `sync_core::api::SyncStatus` with `#[serde(flatten)]` and implement `MapiStatus` returning it",
+    note = "if `{Self}` is a Cluster API kind's status, `mapi` and `capi` are swapped: `mapi =` takes the Machine API kind (`machine.openshift.io`), `capi =` the Cluster API one (`cluster.x-k8s.io`)"
 )]
 pub trait MapiStatus {
     /// The sync-status block.

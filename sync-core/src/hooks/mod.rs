@@ -22,32 +22,31 @@ use crate::pair::SyncPair;
 pub use context::SyncContext;
 pub use objects::{Deleting, Direction, SyncObjects};
 pub use outcome::{
-    Action, ErrorKind, HookError, HookResult, RetryAfter, StaleRead, Step, Stop, Terminal, finish, is_stale_read,
+    Action, ErrorKind, HookError, HookResult, RetryAfter, StaleRead, Step, Stop, Terminal, finish,
+    is_stale_read,
 };
 
 /// The business logic of a synced pair.
 ///
-/// `#[sync_controller]` implements this trait with the stubs for the declared type unless
-/// told `custom_hooks`; then write `impl SyncHooks<MyPair> for MyPair { … }` and override
-/// what you need. Any other type can carry hooks too (tests use a recording one) and is
+/// `#[sync_controller]` gives the declared type the stubs (through
+/// [`DeclaredWithoutCustomHooks`]) unless told `custom_hooks`; then write
+/// `impl SyncHooks<MyPair> for MyPair { … }` and override what you need, each hook an
+/// `async fn`. Any other type can carry hooks too (tests use a recording one) and is
 /// passed to [`crate::SyncController::run`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no hooks for the pair `{P}`",
+    label = "`SyncHooks<{P}>` is not implemented",
+    note = "a pair declared with `custom_hooks` implements them itself: `impl SyncHooks<{P}> for {P} {{ … }}` overriding the hooks it needs; without `custom_hooks` it runs on the stubs"
+)]
 pub trait SyncHooks<P: SyncPair>: Send + Sync + 'static {
     /// Machine API is authoritative: make the CAPI side mirror `objects.mapi`.
-    fn reconcile_mapi_to_capi(
-        &self,
-        objects: &SyncObjects<P>,
-        ctx: &SyncContext<P>,
-    ) -> impl Future<Output = HookResult> + Send {
+    fn reconcile_mapi_to_capi(&self, objects: &SyncObjects<P>, ctx: &SyncContext<P>) -> impl HookFuture {
         stub(Direction::MapiToCapi, objects, ctx)
     }
 
     /// Cluster API is authoritative: make the MAPI side mirror `objects.capi` (which may
     /// mean creating it: `objects.mapi` is `None` for a CAPI-only Machine).
-    fn reconcile_capi_to_mapi(
-        &self,
-        objects: &SyncObjects<P>,
-        ctx: &SyncContext<P>,
-    ) -> impl Future<Output = HookResult> + Send {
+    fn reconcile_capi_to_mapi(&self, objects: &SyncObjects<P>, ctx: &SyncContext<P>) -> impl HookFuture {
         stub(Direction::CapiToMapi, objects, ctx)
     }
 
@@ -60,10 +59,30 @@ pub trait SyncHooks<P: SyncPair>: Send + Sync + 'static {
         direction: Direction,
         objects: &SyncObjects<P>,
         ctx: &SyncContext<P>,
-    ) -> impl Future<Output = HookResult> + Send {
+    ) -> impl HookFuture {
         stub(direction, objects, ctx)
     }
 }
+
+/// What a hook returns: the future of an `async fn` ending in a [`HookResult`]. A trait of
+/// its own so that a hook written as a plain `fn` is told to be `async`.
+#[diagnostic::on_unimplemented(
+    message = "a hook must be an `async fn` returning `HookResult`, not a plain `fn` returning `{Self}`",
+    label = "not the future of an `async fn`",
+    note = "write the hook as `async fn`, e.g. `async fn reconcile_mapi_to_capi(&self, objects: &SyncObjects<P>, ctx: &SyncContext<P>) -> HookResult`"
+)]
+pub trait HookFuture: Future<Output = HookResult> + Send {}
+
+#[diagnostic::do_not_recommend]
+impl<F: Future<Output = HookResult> + Send> HookFuture for F {}
+
+/// A pair that runs on the stub hooks: `#[sync_controller]` implements it unless the
+/// attribute says `custom_hooks`. A pair with an `impl SyncHooks` of its own must say
+/// `custom_hooks`, or that impl conflicts with this one (the compiler's note names it).
+pub trait DeclaredWithoutCustomHooks: SyncPair {}
+
+#[diagnostic::do_not_recommend]
+impl<P: DeclaredWithoutCustomHooks> SyncHooks<P> for P {}
 
 /// The stub every hook defaults to: log at debug level (with the resourceVersions it
 /// saw, so a test of a separate process can tell which change reached it), wait for the

@@ -238,7 +238,13 @@ mod step_tests {
         let done = finish(stops_early(true).map(|_| Action::await_change()));
         assert_eq!(done.ok(), Some(Action::requeue(Duration::from_secs(5))));
         let failed = finish(stops_early(false).map(|_| Action::await_change()));
-        assert_eq!(failed.err().map(|e| e.to_string()).as_deref(), Some("the API server is down"));
-        assert_eq!(finish(Ok(Action::await_change())).ok(), Some(Action::await_change()));
+        assert_eq!(
+            failed.err().map(|e| e.to_string()).as_deref(),
+            Some("the API server is down")
+        );
+        assert_eq!(
+            finish(Ok(Action::await_change())).ok(),
+            Some(Action::await_change())
+        );
     }
 }

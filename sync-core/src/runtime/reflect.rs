@@ -200,10 +200,13 @@ where
     /// A valid object of a list: reported now on the first list, at the end of a relist
     /// when it changed.
     fn listed_valid(&mut self, object: K, on_touch: &mut impl FnMut(Touched<'_, K>)) {
-        let unchanged = self.before_relist.remove(&key(object.meta())).is_some_and(|before| {
-            before.resource_version().is_some()
-                && before.resource_version() == object.meta().resource_version.as_deref()
-        });
+        let unchanged = self
+            .before_relist
+            .remove(&key(object.meta()))
+            .is_some_and(|before| {
+                before.resource_version().is_some()
+                    && before.resource_version() == object.meta().resource_version.as_deref()
+            });
         let event = watcher::Event::InitApply(object);
         self.writer.apply_watcher_event(&event);
         if let watcher::Event::InitApply(object) = event {
@@ -278,8 +281,10 @@ where
 
     fn remove(&mut self, malformed: &Malformed) {
         let meta = &malformed.metadata;
-        self.writer
-            .remove(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default());
+        self.writer.remove(
+            meta.namespace.as_deref(),
+            meta.name.as_deref().unwrap_or_default(),
+        );
     }
 }
 

@@ -15,4 +15,4 @@ impl ::sync_core::SyncPair for MachineSync {
         ::sync_core::api::AsInfraRef::as_infra_ref(&capi.spec.infrastructure_ref)
     }
 }
-impl ::sync_core::SyncHooks<MachineSync> for MachineSync {}
+impl ::sync_core::DeclaredWithoutCustomHooks for MachineSync {}
