@@ -163,14 +163,20 @@ async fn apply_capi_machine(
     ctx: &Ctx,
     apis: &Apis,
 ) -> Step<capi::Machine> {
-    let source = format!("the MachineAPI Machine {}/{}", ctx.namespaces.mapi, mapi.name_any());
+    let source = format!(
+        "the MachineAPI Machine {}/{}",
+        ctx.namespaces.mapi,
+        mapi.name_any()
+    );
     let live = objects.capi.as_deref();
     let reverted = drift::revert_added_fields(ctx, &apis.capi, CONTROLLER, live, &machine, &source).await?;
     let live = reverted.as_ref().or(live);
-    Ok(match apply(&apis.capi, CONTROLLER, live, &machine, Part::Object).await? {
-        Applied::Written(written) => *written,
-        Applied::Unchanged => live.cloned().unwrap_or(machine),
-    })
+    Ok(
+        match apply(&apis.capi, CONTROLLER, live, &machine, Part::Object).await? {
+            Applied::Written(written) => *written,
+            Applied::Unchanged => live.cloned().unwrap_or(machine),
+        },
+    )
 }
 
 /// The InfraMachine as applied, with what copying its status needs.
@@ -240,7 +246,15 @@ async fn copy_status_to_capi(
     apply(&apis.capi, CONTROLLER, Some(machine), &copy, Part::Status).await?;
     if infra.desired.data.get("status").is_some() {
         let live = infra.live.as_deref();
-        apply_typed(&infra.api, &infra.resource, CONTROLLER, live, &infra.desired, Part::Status).await?;
+        apply_typed(
+            &infra.api,
+            &infra.resource,
+            CONTROLLER,
+            live,
+            &infra.desired,
+            Part::Status,
+        )
+        .await?;
     }
     Ok(())
 }
@@ -268,7 +282,8 @@ async fn mirror_to_mapi(
     let on = mapi.map_or_else(|| capi.object_ref(&()), |m| m.object_ref(&()));
     let conversion = hooks.platform.machine_to_mapi(capi, &infra);
     let converted = converted(ctx, objects, TO_MAPI, on, conversion).await?;
-    let owner = owners::mapi_owner_of_capi_machine(capi, ctx.caches.owner_mirrors.as_ref(), &ctx.namespaces.mapi);
+    let owner =
+        owners::mapi_owner_of_capi_machine(capi, ctx.caches.owner_mirrors.as_ref(), &ctx.namespaces.mapi);
     let machine = desired_mapi_machine(converted, mapi, owner, &ctx.namespaces.mapi);
     // Over exactly the MAPI Machine read: it copies that object's authority, which a
     // stale cache must never write back over a newer request.
@@ -308,7 +323,8 @@ async fn infra_machine_or_wait(
     }
     if let Some(mapi) = mapi {
         let awaited = objects.infra_ref().map(ToString::to_string).unwrap_or_default();
-        let progressing = Synchronized::progressing("WaitingForCAPIInfraMachine", format!("waiting for {awaited}"));
+        let progressing =
+            Synchronized::progressing("WaitingForCAPIInfraMachine", format!("waiting for {awaited}"));
         status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
     }
     Err(Stop::Done(Action::await_change()))
@@ -578,28 +594,47 @@ mod tests {
         assert_eq!(copied.sync.authoritative_api, None);
         assert_eq!(copied.sync.synchronized_api, None);
         assert_eq!(copied.sync.synchronized_generation, None);
-        let kept: Vec<_> = copied.sync.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
+        let kept: Vec<_> = copied
+            .sync
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
         assert_eq!(kept, ["Drainable"]);
     }
 
     #[test]
     fn machine_api_infra_machine_is_recreated_only_when_its_spec_changed() {
         let desired = json!({ "instanceType": "m6i.large", "ami": { "id": "ami-1" } });
-        let provider_added = json!({ "instanceType": "m6i.large", "ami": { "id": "ami-1" }, "providerID": "aws:///i-1" });
-        assert!(contains(&provider_added, &desired), "fields a provider adds are not a change");
+        let provider_added =
+            json!({ "instanceType": "m6i.large", "ami": { "id": "ami-1" }, "providerID": "aws:///i-1" });
+        assert!(
+            contains(&provider_added, &desired),
+            "fields a provider adds are not a change"
+        );
         let changed = json!({ "instanceType": "m6i.xlarge", "ami": { "id": "ami-1" } });
         assert!(!contains(&changed, &desired));
-        assert!(contains(&changed, &json!({ "ignored": null })), "null desired fields are not compared");
+        assert!(
+            contains(&changed, &json!({ "ignored": null })),
+            "null desired fields are not compared"
+        );
     }
 
     #[test]
     fn either_side_deleted_strips_only_the_mirrors_sync_and_controller_finalizers() {
         let foreign = "example.com/keep";
-        assert!(released_from_capi_mirror(SYNC_FINALIZER) && released_from_capi_mirror(CAPI_MACHINE_FINALIZER));
+        assert!(
+            released_from_capi_mirror(SYNC_FINALIZER) && released_from_capi_mirror(CAPI_MACHINE_FINALIZER)
+        );
         assert!(!released_from_capi_mirror(foreign) && !released_from_capi_mirror(MAPI_MACHINE_FINALIZER));
-        assert!(released_from_infra_mirror("awsmachine.infrastructure.cluster.x-k8s.io"));
+        assert!(released_from_infra_mirror(
+            "awsmachine.infrastructure.cluster.x-k8s.io"
+        ));
         assert!(released_from_infra_mirror(SYNC_FINALIZER) && !released_from_infra_mirror(foreign));
-        assert!(released_from_mapi_mirror(SYNC_FINALIZER) && released_from_mapi_mirror(MAPI_MACHINE_FINALIZER));
+        assert!(
+            released_from_mapi_mirror(SYNC_FINALIZER) && released_from_mapi_mirror(MAPI_MACHINE_FINALIZER)
+        );
         assert!(!released_from_mapi_mirror(foreign) && !released_from_mapi_mirror(CAPI_MACHINE_FINALIZER));
     }
 }

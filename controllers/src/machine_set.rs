@@ -102,7 +102,13 @@ async fn mirror_to_capi(
     let cluster_owner = owners::cluster_owner(ctx, &hooks.cluster).await?;
     // The template first: the set must never point at a template that does not exist.
     let namespace = &ctx.namespaces.capi;
-    let template = desired_template(template, &mapi.name_any(), cluster_owner.clone(), paused, namespace);
+    let template = desired_template(
+        template,
+        &mapi.name_any(),
+        cluster_owner.clone(),
+        paused,
+        namespace,
+    );
     let templates = apply_template(&template, ctx).await?;
     let set = desired_capi_set(set, &template.name_any(), cluster_owner, paused, namespace);
     let set = apply_capi_set(mapi, set, objects, ctx, &apis).await?;
@@ -127,7 +133,9 @@ fn desired_template(
     namespace: &str,
 ) -> DynamicObject {
     template.metadata.namespace = Some(namespace.to_owned());
-    template.labels_mut().insert(MACHINE_SET_LABEL.into(), set.to_owned());
+    template
+        .labels_mut()
+        .insert(MACHINE_SET_LABEL.into(), set.to_owned());
     template.metadata.owner_references = owner.map(|o| vec![o]);
     set_paused(&mut template.metadata.annotations, paused);
     template
@@ -138,7 +146,15 @@ fn desired_template(
 async fn apply_template(template: &DynamicObject, ctx: &Ctx) -> Step<Api<DynamicObject>> {
     let (templates, resource) = infra::api(ctx, template).await?;
     let live = infra::live(ctx, template).await?;
-    apply_typed(&templates, &resource, CONTROLLER, live.as_deref(), template, Part::Object).await?;
+    apply_typed(
+        &templates,
+        &resource,
+        CONTROLLER,
+        live.as_deref(),
+        template,
+        Part::Object,
+    )
+    .await?;
     Ok(templates)
 }
 
@@ -168,14 +184,20 @@ async fn apply_capi_set(
     ctx: &Ctx,
     apis: &Apis,
 ) -> Step<capi::MachineSet> {
-    let source = format!("the MachineAPI MachineSet {}/{}", ctx.namespaces.mapi, mapi.name_any());
+    let source = format!(
+        "the MachineAPI MachineSet {}/{}",
+        ctx.namespaces.mapi,
+        mapi.name_any()
+    );
     let live = objects.capi.as_deref();
     let reverted = drift::revert_added_fields(ctx, &apis.capi, CONTROLLER, live, &set, &source).await?;
     let live = reverted.as_ref().or(live);
-    Ok(match apply(&apis.capi, CONTROLLER, live, &set, Part::Object).await? {
-        Applied::Written(written) => *written,
-        Applied::Unchanged => live.cloned().unwrap_or(set),
-    })
+    Ok(
+        match apply(&apis.capi, CONTROLLER, live, &set, Part::Object).await? {
+            Applied::Written(written) => *written,
+            Applied::Unchanged => live.cloned().unwrap_or(set),
+        },
+    )
 }
 
 /// Rotation: once the set points at `current`, the set's other labelled templates go
@@ -224,8 +246,10 @@ async fn mirror_to_mapi(
     }
     let Some(template) = ctx.infra_object(objects).await? else {
         let awaited = objects.infra_ref().map(ToString::to_string).unwrap_or_default();
-        let progressing =
-            Synchronized::progressing("WaitingForCAPIInfraMachineTemplate", format!("waiting for {awaited}"));
+        let progressing = Synchronized::progressing(
+            "WaitingForCAPIInfraMachineTemplate",
+            format!("waiting for {awaited}"),
+        );
         status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
         return Ok(Action::await_change());
     };
@@ -314,7 +338,8 @@ fn only_the_mapi_mirror_goes(direction: Direction, deleting: Option<Deleting<'_,
 /// The finalizers released from a CAPI set on deletion: the sync's, and when MAPI drove,
 /// the CAPI MachineSet controller's (the mirror is paused: that controller will not finish).
 fn released_from_capi_set(direction: Direction, finalizer: &str) -> bool {
-    finalizer == SYNC_FINALIZER || (direction == Direction::MapiToCapi && finalizer == CAPI_MACHINE_SET_FINALIZER)
+    finalizer == SYNC_FINALIZER
+        || (direction == Direction::MapiToCapi && finalizer == CAPI_MACHINE_SET_FINALIZER)
 }
 
 /// The namespaced APIs a MachineSet reconcile writes.
@@ -365,11 +390,20 @@ mod tests {
         ));
         let template = DynamicObject::new("workers-5d8f", &resource);
         let template = desired_template(template, "workers", Some(cluster()), true, CAPI_NS);
-        assert_eq!(template.labels().get(MACHINE_SET_LABEL).map(String::as_str), Some("workers"));
+        assert_eq!(
+            template.labels().get(MACHINE_SET_LABEL).map(String::as_str),
+            Some("workers")
+        );
         assert_eq!(template.metadata.owner_references, Some(vec![cluster()]));
         assert!(paused(template.metadata.annotations.as_ref()));
 
-        let set = desired_capi_set(capi::MachineSet::new("workers", Default::default()), "workers-5d8f", Some(cluster()), true, CAPI_NS);
+        let set = desired_capi_set(
+            capi::MachineSet::new("workers", Default::default()),
+            "workers-5d8f",
+            Some(cluster()),
+            true,
+            CAPI_NS,
+        );
         assert_eq!(set.spec.template.spec.infrastructure_ref.name, "workers-5d8f");
         assert_eq!(set.metadata.namespace.as_deref(), Some(CAPI_NS));
         assert_eq!(set.metadata.owner_references, Some(vec![cluster()]));
@@ -421,9 +455,15 @@ mod tests {
     #[test]
     fn otherwise_either_side_deleted_releases_the_paused_controllers_finalizer_too() {
         assert!(released_from_capi_set(Direction::MapiToCapi, SYNC_FINALIZER));
-        assert!(released_from_capi_set(Direction::MapiToCapi, CAPI_MACHINE_SET_FINALIZER));
+        assert!(released_from_capi_set(
+            Direction::MapiToCapi,
+            CAPI_MACHINE_SET_FINALIZER
+        ));
         assert!(released_from_capi_set(Direction::CapiToMapi, SYNC_FINALIZER));
-        assert!(!released_from_capi_set(Direction::CapiToMapi, CAPI_MACHINE_SET_FINALIZER));
+        assert!(!released_from_capi_set(
+            Direction::CapiToMapi,
+            CAPI_MACHINE_SET_FINALIZER
+        ));
         assert!(!released_from_capi_set(Direction::MapiToCapi, "example.com/keep"));
     }
 }

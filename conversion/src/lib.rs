@@ -53,5 +53,5 @@ pub mod platform;
 pub mod powervs;
 pub mod provider;
 
-pub use errors::{ConversionErrors, ConversionResult, Converted, ErrorKind, FieldError, FieldPath, Warning};
 pub use aws::infrastructure::{AwsInfrastructure, IpFamily};
+pub use errors::{ConversionErrors, ConversionResult, Converted, ErrorKind, FieldError, FieldPath, Warning};

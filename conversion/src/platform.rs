@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use sync_core::api::{Infrastructure, capi, mapi};
 
 use crate::aws::cluster::AwsCluster;
-use crate::errors::{ConversionErrors, ConversionResult, Converted, FieldError, FieldPath, Report};
 use crate::aws::infrastructure::AwsInfrastructure;
+use crate::errors::{ConversionErrors, ConversionResult, Converted, FieldError, FieldPath, Report};
 pub use crate::machine::to_capi::CapiOwner;
 use crate::machine::{status, to_capi, to_mapi};
 pub use crate::provider::InfraKinds;

@@ -113,7 +113,11 @@ mod tests {
     fn a_mirror_is_paused_and_unpaused_by_its_annotation() {
         let mut annotations = None;
         set_paused(&mut annotations, true);
-        assert!(annotations.as_ref().is_some_and(|a| a.contains_key(pause::PAUSED_ANNOTATION)));
+        assert!(
+            annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(pause::PAUSED_ANNOTATION))
+        );
         set_paused(&mut annotations, false);
         assert!(annotations.is_some_and(|a| !a.contains_key(pause::PAUSED_ANNOTATION)));
     }

@@ -6,10 +6,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
-use sync_core::{SyncContext, SyncPair};
-use sync_core::api::{capi, mapi};
 use sync_core::api::api_group;
+use sync_core::api::{capi, mapi};
 use sync_core::store::Store;
+use sync_core::{SyncContext, SyncPair};
 
 use super::Cluster;
 
@@ -279,7 +279,10 @@ mod tests {
         assert_eq!(check_mapi_machine_set_owners(&[]), Ok(()));
         assert_eq!(
             check_mapi_machine_set_owners(&[capi_owner("Cluster")]).map_err(|e| e.to_string()),
-            Err("metadata.ownerReferences: owner references conversion is not supported for machine set".into())
+            Err(
+                "metadata.ownerReferences: owner references conversion is not supported for machine set"
+                    .into()
+            )
         );
         assert_eq!(check_capi_machine_set_owners(&[capi_owner("Cluster")]), Ok(()));
         let old_cluster = owner("cluster.x-k8s.io/v1beta1", "Cluster", "c");

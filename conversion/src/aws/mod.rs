@@ -16,8 +16,8 @@ use sync_core::api::mapi;
 
 use self::capa::{AwsMachineSpec, AwsMachineStatus};
 pub use self::provider::{AwsMachineProviderConfig, AwsMachineProviderStatus};
-use crate::errors::{FieldError, FieldPath, Report};
 use crate::aws::infrastructure::AwsInfrastructure;
+use crate::errors::{FieldError, FieldPath, Report};
 use crate::infrastructure::DEFAULT_CAPI_NAMESPACE;
 use crate::names::{MAPI_INSTANCE_TYPE_LABEL, MAPI_REGION_LABEL, MAPI_ZONE_LABEL};
 use crate::provider::{InfraKinds, InfraSpec, MachineFacts, Provider, ProviderSpecKind, ProviderStatus};

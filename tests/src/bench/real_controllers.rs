@@ -195,10 +195,7 @@ async fn run_controllers(
             MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
             shutdown.clone(),
         ),
-        sets.run(
-            MachineSetHooks::new(platform, facts),
-            shutdown,
-        ),
+        sets.run(MachineSetHooks::new(platform, facts), shutdown,),
     );
     Ok(())
 }

@@ -27,11 +27,11 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams,
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use sync_core::api::mapi;
 use sync_core::MapiObject;
+use sync_core::api::mapi;
 
-pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, Timed, TimedObserver};
 use super::fill::{self, Fleet};
+pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, Timed, TimedObserver};
 use super::requests::{Requests, Snapshot, counted_client};
 use super::{BenchError, ms};
 use crate::real::{AWS_VERSION, CLUSTER_NAME, REGION};

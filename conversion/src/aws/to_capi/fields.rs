@@ -12,12 +12,12 @@ use crate::aws::capa::awsmachines::{
     AwsMachinePrivateDnsNameHostnameType, AwsMachineRootVolume, AwsMachineSpec, AwsMachineSpotMarketOptions,
     AwsMachineSubnet, AwsMachineSubnetFilters, AwsMachineTenancy,
 };
+use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 use crate::aws::provider::{
     AwsMachineProviderConfig, AwsResourceReference, BlockDeviceMappingSpec, Filter, HostPlacement,
     LoadBalancerReference, TagSpecification,
 };
 use crate::errors::{FieldError, FieldPath, Report};
-use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 
 /// The credentials Secret every OpenShift AWS cluster has; any other needs a Cluster API
 /// identity, which is a manual step.

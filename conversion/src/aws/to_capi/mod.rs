@@ -12,10 +12,10 @@ pub use self::fields::{DEFAULT_CREDENTIALS_SECRET, DEFAULT_ROOT_VOLUME_SIZE};
 use crate::aws::capa::{
     AwsMachine, AwsMachineStatus, AwsMachineTemplate, AwsMachineTemplateSpec, awsmachinetemplates,
 };
+use crate::aws::infrastructure::AwsInfrastructure;
 use crate::aws::provider::AwsMachineProviderConfig;
 use crate::decode::decode;
 use crate::errors::{ConversionResult, Converted, FieldPath, Report};
-use crate::aws::infrastructure::AwsInfrastructure;
 use crate::machine;
 pub use crate::machine::status::selector_string;
 pub use crate::machine::to_capi::{CapiOwner, infra_machine_owner, machine_owner_reference};

@@ -6,6 +6,7 @@ use crate::aws::capa::awsmachines::{
     AwsMachineInstanceMetadataOptionsInstanceMetadataTags, AwsMachineMarketType,
     AwsMachineNetworkInterfaceType, AwsMachineSpec, AwsMachineTenancy,
 };
+use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 use crate::aws::provider::{
     self, AwsMachineProviderConfig, AwsResourceReference, BlockDeviceMappingSpec, CpuOptions, DedicatedHost,
     DynamicHostAllocationSpec, EbsBlockDeviceSpec, Filter, HostPlacement, LocalObjectReference,
@@ -13,7 +14,6 @@ use crate::aws::provider::{
 };
 use crate::aws::to_capi::DEFAULT_CREDENTIALS_SECRET;
 use crate::errors::{FieldError, FieldPath, Report};
-use crate::aws::infrastructure::{AwsInfrastructure, IpFamily};
 
 /// What the providerSpec takes from the CAPI Machine rather than the `AWSMachine`.
 pub(crate) struct MachineFacts<'a> {

@@ -9,8 +9,8 @@ use sync_core::api::{capi, mapi};
 
 pub(crate) use self::fields::{MachineFacts, to_provider_config};
 use crate::aws::capa::{AwsMachine, AwsMachineSpec, AwsMachineTemplate};
-use crate::errors::{ConversionResult, FieldPath, Report};
 use crate::aws::infrastructure::AwsInfrastructure;
+use crate::errors::{ConversionResult, FieldPath, Report};
 use crate::machine;
 pub use crate::machine::status::machine_set_to_mapi as convert_machine_set_status;
 
