@@ -78,8 +78,9 @@ fn the_circle_check_finds_a_circle_between_siblings() {
     let dir = std::env::temp_dir().join(format!("architecture-{}", std::process::id()));
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().expect("a file has a folder")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
+        let folder = path.parent().unwrap_or(&dir);
+        std::fs::create_dir_all(folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     };
     write("lib.rs", "mod a; mod b; mod c; pub use a::Thing;");
     write("a.rs", "pub struct Thing; fn f() { crate::b::g() }");
@@ -122,7 +123,7 @@ impl ModuleTree {
             modules: Vec::new(),
             index: HashMap::new(),
         };
-        let dir = root.parent().expect("a crate root has a folder").to_path_buf();
+        let dir = root.parent().unwrap_or(Path::new(".")).to_path_buf();
         tree.add(Vec::new(), root.to_path_buf(), parse(root).items, dir);
         tree
     }
@@ -178,13 +179,13 @@ impl ModuleTree {
         }
         let mut found = Vec::new();
         for ((parent, from, to), at) in &edges {
-            if from < to {
-                if let Some(back) = edges.get(&(parent.clone(), to.clone(), from.clone())) {
-                    found.push(format!(
-                        "in `crate::{}`: `{from}` ↔ `{to}` ({at} → {back})",
-                        parent.join("::")
-                    ));
-                }
+            if from < to
+                && let Some(back) = edges.get(&(parent.clone(), to.clone(), from.clone()))
+            {
+                found.push(format!(
+                    "in `crate::{}`: `{from}` ↔ `{to}` ({at} → {back})",
+                    parent.join("::")
+                ));
             }
         }
         found.extend(self.longer_circles(&edges));
@@ -205,15 +206,16 @@ impl ModuleTree {
         let mut found = Vec::new();
         for (parent, graph) in graphs {
             for start in graph.keys() {
-                if let Some(cycle) = cycle_from(&graph, start) {
-                    if cycle.len() > 2 && cycle.iter().min() == Some(start) {
-                        let names: Vec<String> = cycle.iter().map(|n| format!("`{n}`")).collect();
-                        found.push(format!(
-                            "in `crate::{}`: {} → `{start}`",
-                            parent.join("::"),
-                            names.join(" → ")
-                        ));
-                    }
+                if let Some(cycle) = cycle_from(&graph, start)
+                    && cycle.len() > 2
+                    && cycle.iter().min() == Some(start)
+                {
+                    let names: Vec<String> = cycle.iter().map(|n| format!("`{n}`")).collect();
+                    found.push(format!(
+                        "in `crate::{}`: {} → `{start}`",
+                        parent.join("::"),
+                        names.join(" → ")
+                    ));
                 }
             }
         }
@@ -274,10 +276,10 @@ impl ModuleTree {
         let Some(name) = path.get(at) else {
             return Some(module.path.clone());
         };
-        if depth < 8 {
-            if let Some(target) = self.reexport(module, name) {
-                return self.resolve([target, path[at + 1..].to_vec()].concat(), depth + 1);
-            }
+        if depth < 8
+            && let Some(target) = self.reexport(module, name)
+        {
+            return self.resolve([target, path[at + 1..].to_vec()].concat(), depth + 1);
         }
         Some(module.path.clone())
     }
