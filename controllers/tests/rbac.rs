@@ -696,7 +696,7 @@ async fn an_owner_set_the_cache_has_not_seen_is_read_with_get() -> Result<(), Bo
         apply(&admin, &object).await;
     }
     let client = env.client_as(&service_account_user(SA_NS, SA)).await?;
-    let empty = sync_core::store::Writer::<sync_core::api::capi::MachineSet>::default().as_reader();
+    let empty = sync_core::store::Store::<sync_core::api::capi::MachineSet>::empty();
     let sets = controllers::sync::owners::CapiSets {
         api: Api::namespaced(client, CAPI_NS),
         namespace: CAPI_NS.into(),

@@ -73,6 +73,12 @@ impl<K> fmt::Debug for Store<K> {
 }
 
 impl<K> Store<K> {
+    /// A store that holds nothing and is never filled: for code that takes a cache where
+    /// no controller runs (a test, a one-shot tool), so that every lookup goes live.
+    pub fn empty() -> Self {
+        Self::new()
+    }
+
     fn new() -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -228,8 +234,8 @@ impl<K: Resource + Serialize> Store<K> {
     }
 }
 
-/// Writes a [`Store`] from a watcher's events; one per store.
-pub struct Writer<K> {
+/// Writes a [`Store`] from a watcher's events; one per store, owned by the engine.
+pub(crate) struct Writer<K> {
     store: Store<K>,
     /// A relist's objects, swapped in when it completes.
     relist: Option<Objects>,
