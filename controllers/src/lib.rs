@@ -1,4 +1,6 @@
 //! The Machine and MachineSet sync controllers, and the operator that runs them.
+pub mod args;
+pub mod client;
 pub mod convert;
 pub mod machine;
 pub mod machine_set;

@@ -12,6 +12,7 @@ use sync_core::toolkit::condition;
 use sync_core::toolkit::status as sync_status;
 use sync_core::{MapiObject, Namespaces};
 
+use crate::args::{KubeconfigArgs, NamespaceArgs};
 use crate::migration::MIGRATION_CONDITION;
 
 /// `controllers status` arguments.
@@ -19,10 +20,10 @@ use crate::migration::MIGRATION_CONDITION;
 pub struct StatusArgs {
     /// The cluster to read.
     #[command(flatten)]
-    pub cluster: crate::operator::run::KubeconfigArgs,
+    pub cluster: KubeconfigArgs,
     /// The namespaces to read: the operator's flags, environment variables and defaults.
     #[command(flatten)]
-    pub namespaces: crate::operator::cli::NamespaceArgs,
+    pub namespaces: NamespaceArgs,
     /// The release version whose feature gates count, as the operator's flag [default:
     /// the cluster's].
     #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]

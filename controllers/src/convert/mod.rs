@@ -18,6 +18,7 @@ use clap::Args;
 use sync_core::api::Infrastructure;
 
 use self::input::{Direction, Inputs, Origin};
+use crate::client::{Connection, client_from};
 
 /// `controllers convert [FILE]...`
 #[derive(Debug, Clone, Args)]
@@ -130,10 +131,9 @@ async fn run_inner(
     }
 
     let client = if args.from_cluster {
-        let connection =
-            crate::operator::run::client_from(args.kubeconfig.as_deref(), args.context.as_deref())
-                .await
-                .map_err(|e| format!("connecting to the cluster: {e}"))?;
+        let connection = client_from(args.kubeconfig.as_deref(), args.context.as_deref())
+            .await
+            .map_err(|e| format!("connecting to the cluster: {e}"))?;
         let namespace = args.namespace.clone().unwrap_or_else(|| {
             match direction {
                 Direction::MapiToCapi => conversion::names::MAPI_NAMESPACE,
@@ -198,7 +198,7 @@ async fn run_inner(
 async fn infrastructure(
     args: &ConvertArgs,
     inputs: &Inputs,
-    client: Option<&crate::operator::run::Connection>,
+    client: Option<&Connection>,
 ) -> Result<(String, Infrastructure), String> {
     if let Some(path) = &args.infrastructure {
         let source = path.display().to_string();

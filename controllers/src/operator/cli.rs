@@ -9,6 +9,7 @@ use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
 use super::gate::GateSource;
 use super::samples::SamplePlatform;
+use crate::args::NamespaceArgs;
 use crate::convert::ConvertArgs;
 
 /// The default lease name (`--leader-election-id`).
@@ -313,39 +314,6 @@ pub struct Cli {
         action = ArgAction::Set
     )]
     pub admission_policies: bool,
-}
-
-/// `--mapi-namespace` and `--capi-namespace`: the operator's, and the same flags (with the
-/// same environment variables and defaults) for the tools that read what it syncs.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct NamespaceArgs {
-    /// Namespace of the Machine API objects.
-    #[arg(
-        long,
-        env = "SYNC_MAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-machine-api"
-    )]
-    pub mapi_namespace: String,
-
-    /// Namespace of the Cluster API objects and their infrastructure objects.
-    #[arg(
-        long,
-        env = "SYNC_CAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-cluster-api"
-    )]
-    pub capi_namespace: String,
-}
-
-impl NamespaceArgs {
-    /// The namespaces as the controllers take them.
-    pub fn namespaces(&self) -> sync_core::Namespaces {
-        sync_core::Namespaces {
-            mapi: self.mapi_namespace.clone(),
-            capi: self.capi_namespace.clone(),
-        }
-    }
 }
 
 /// The flags and environment variables that set a listener's address, for messages that

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Event, EventType, Reporter};
 use sync_core::events::Recorder;
 use sync_core::observe::Observer;
@@ -31,6 +30,7 @@ use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
 use super::metrics::{CacheCount, Metrics};
 use super::requests;
 use super::shutdown::{Deadlines, ShutdownBudget};
+use crate::client::{ClientError, client_from};
 use crate::machine::{MachineHooks, MachineSync};
 use crate::machine_set::{MachineSetHooks, MachineSetSync};
 use crate::migration::{
@@ -47,15 +47,9 @@ const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/servicea
 /// The operator could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
-    /// The kubeconfig could not be read or used.
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    /// Neither a kubeconfig nor the in-cluster configuration was found.
+    /// No client for the cluster (kubeconfig, in-cluster configuration).
     #[error(transparent)]
-    Infer(#[from] kube::config::InferConfigError),
-    /// The client could not be built from the configuration.
-    #[error("cannot build the Kubernetes client: {0}")]
-    Client(#[source] kube::Error),
+    Client(#[from] ClientError),
     /// Leader election is misconfigured.
     #[error(transparent)]
     Lease(#[from] LeaseError),
@@ -221,115 +215,6 @@ pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
     Ok(client_from(cli.kubeconfig.as_deref(), cli.context.as_deref())
         .await?
         .client)
-}
-
-/// A client, and where it connects: what the tools (`status`, `convert --from-cluster`,
-/// `samples`) need to say which server they could not reach and how to point them at
-/// another.
-#[derive(Clone)]
-pub struct Connection {
-    /// The client.
-    pub client: Client,
-    /// The API server's URL.
-    pub url: String,
-    /// Where the configuration came from (`kubeconfig /path, context c`, `the in-cluster
-    /// service account`).
-    pub source: String,
-}
-
-impl Connection {
-    /// What a failed request means to the person who ran the command: for a server that
-    /// could not be reached, its URL, the cause and what to do; for an answer, the
-    /// server's message and code.
-    pub fn explain(&self, error: &kube::Error) -> String {
-        let Self { url, source, .. } = self;
-        match error {
-            kube::Error::Api(response) => format!(
-                "the API server at {url} answered {} {}: {}",
-                response.code, response.reason, response.message
-            ),
-            kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
-                "cannot connect to the API server at {url} (from {source}): {}; is it running? \
-                 Start it, or point --kubeconfig and --context at one that is",
-                root_cause(error)
-            ),
-            other => format!("talking to the API server at {url} (from {source}): {other}"),
-        }
-    }
-}
-
-/// The innermost error of a chain (for a refused connection: `Connection refused (os error
-/// 111)`, not hyper's `client error (Connect)`).
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
-}
-
-/// Where [`client_from`]'s configuration comes from, in words.
-fn config_source(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> String {
-    let file = match kubeconfig {
-        Some(path) => Some(format!("kubeconfig {}", path.display())),
-        None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-            Some(paths) => Some(format!("kubeconfig $KUBECONFIG={}", paths.to_string_lossy())),
-            None => {
-                let default = std::env::var_os("HOME")
-                    .map(|home| std::path::PathBuf::from(home).join(".kube/config"))
-                    .filter(|path| path.exists());
-                default.map(|path| format!("kubeconfig {}", path.display()))
-            }
-        },
-    };
-    match (file, context) {
-        (Some(file), Some(context)) => format!("{file}, context {context}"),
-        (Some(file), None) => file,
-        (None, Some(context)) => format!("context {context}"),
-        (None, None) => "the in-cluster service account".to_owned(),
-    }
-}
-
-/// `--kubeconfig` and `--context` of the tools that read or load a cluster (`status`,
-/// `samples`); the operator's own take environment variables too.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct KubeconfigArgs {
-    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<std::path::PathBuf>,
-    /// Kubeconfig context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-}
-
-impl KubeconfigArgs {
-    /// A client for the cluster these name (an unreachable one's error names its URL).
-    pub async fn connect(&self) -> Result<Connection, OperatorError> {
-        client_from(self.kubeconfig.as_deref(), self.context.as_deref()).await
-    }
-}
-
-/// A client from a kubeconfig file and context, with [`client`]'s fallbacks, and where it
-/// connects.
-pub async fn client_from(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> Result<Connection, OperatorError> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..KubeConfigOptions::default()
-    };
-    let config = match (kubeconfig, context) {
-        (Some(path), _) => {
-            kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await?,
-        (None, None) => kube::Config::infer().await?,
-    };
-    let url = config.cluster_url.to_string();
-    let source = config_source(kubeconfig, context);
-    let client = Client::try_from(config).map_err(OperatorError::Client)?;
-    Ok(Connection { client, url, source })
 }
 
 /// Runs the operator the command line describes until a signal (or a lost Lease).
