@@ -2,6 +2,7 @@
 pub mod args;
 pub mod client;
 pub mod convert;
+pub mod feature_gate;
 pub mod machine;
 pub mod machine_set;
 pub mod migration;

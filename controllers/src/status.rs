@@ -13,6 +13,7 @@ use sync_core::toolkit::status as sync_status;
 use sync_core::{MapiObject, Namespaces};
 
 use crate::args::{KubeconfigArgs, NamespaceArgs};
+use crate::feature_gate;
 use crate::migration::MIGRATION_CONDITION;
 
 /// `controllers status` arguments.
@@ -216,14 +217,14 @@ pub async fn run(args: &StatusArgs, out: &mut impl Write, err: &mut impl Write) 
             return 2;
         }
     };
-    let gate = crate::operator::gate::read_once(&connection.client, args.release_version.as_deref()).await;
+    let gate = feature_gate::read_once(&connection.client, args.release_version.as_deref()).await;
     match rows(&connection.client, &args.namespaces.namespaces()).await {
         Ok(rows) => {
             let verdict = if gate.enabled { "enabled" } else { "disabled" };
             let _ = writeln!(
                 out,
                 "{} feature gate: {verdict}: {}",
-                crate::operator::gate::GATE,
+                feature_gate::GATE,
                 gate.reason
             );
             let _ = out.write_all(render(&rows).as_bytes());

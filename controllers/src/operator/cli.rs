@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
-use super::gate::GateSource;
 use super::samples::SamplePlatform;
 use crate::args::NamespaceArgs;
 use crate::convert::ConvertArgs;
+use crate::feature_gate::GateSource;
 
 /// The default lease name (`--leader-election-id`).
 pub const DEFAULT_LEASE_NAME: &str = "machine-sync-controllers";

@@ -23,7 +23,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cli::{Cli, Listener};
-use super::gate::{self, GateSource};
 use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
@@ -31,6 +30,7 @@ use super::metrics::{CacheCount, Metrics};
 use super::requests;
 use super::shutdown::{Deadlines, ShutdownBudget};
 use crate::client::{ClientError, client_from};
+use crate::feature_gate::{self, GateSource};
 use crate::machine::{MachineHooks, MachineSync};
 use crate::machine_set::{MachineSetHooks, MachineSetSync};
 use crate::migration::{
@@ -492,7 +492,7 @@ impl Wiring {
     /// Runs the controllers while the `MachineAPIMigration` gate is enabled, until `stop`:
     /// started when it turns on, stopped (in-flight reconciles finished) when it turns off.
     async fn run_gated(self, stop: CancellationToken) {
-        let mut gate = gate::follow(
+        let mut gate = feature_gate::follow(
             self.client.clone(),
             self.gate,
             self.release_version.clone(),

@@ -8,7 +8,9 @@
 //! one, the version the cluster is moving to (`clusterversions.config.openshift.io/version`
 //! `status.desired.version`, else the newest `status.history` entry). Unlike upstream's
 //! binaries, which exit when a gate changes, the operator starts or stops its controllers
-//! in place (see `run.rs`).
+//! in place (see `operator::run`).
+//!
+//! Below the operator: `controllers status` reads the gate too.
 
 use clap::ValueEnum;
 use futures::StreamExt;
