@@ -223,7 +223,7 @@ pub async fn run(cli: Cli) -> Result<Exit, OperatorError> {
     let _signals = stop_on_signals(shutdown.clone())?;
     if cli.embedded {
         #[cfg(feature = "embedded")]
-        return super::embedded::run(&cli, shutdown).await;
+        return run_embedded(&cli, shutdown).await;
         #[cfg(not(feature = "embedded"))]
         return Err(OperatorError::EmbeddedUnavailable);
     }
@@ -237,6 +237,29 @@ pub async fn run(cli: Cli) -> Result<Exit, OperatorError> {
         );
     }
     Operator::start(client, settings, shutdown).await?.wait().await
+}
+
+/// `--embedded`: start the in-process API server (and the simulated providers), print how
+/// to reach it, and run the controllers against it (no leader election) until a signal.
+#[cfg(feature = "embedded")]
+async fn run_embedded(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
+    let embedded = super::embedded::start(cli).await?;
+    let settings = Settings::from_cli(cli);
+    let providers = embedded.start_providers(cli, shutdown.clone()).await?;
+    // The default metrics and probe ports give way to free ones when busy (a second
+    // `--embedded` on the same machine); the banner prints the ones in use.
+    let ports = MovablePorts::from_cli(cli);
+    let client = embedded.operator_client().await?;
+    let operator = Operator::start_with_ports(client, settings, shutdown.clone(), ports).await?;
+    embedded.print_banner(cli, operator.metrics_address(), operator.probe_address());
+    let exit = operator.wait().await;
+    if let Some(providers) = providers {
+        // They stop on the same signal; a failed or cancelled task only ends them sooner.
+        shutdown.cancel();
+        let _ = providers.await;
+    }
+    embedded.env.stop().await;
+    exit
 }
 
 /// Cancels `shutdown` on the first SIGTERM or SIGINT; a second one exits at once.
