@@ -133,15 +133,29 @@ pub fn default_platforms() -> Vec<String> {
     vec!["AWS".to_owned(), "OpenStack".to_owned()]
 }
 
+/// The cluster's platform is not one the sync runs on (`--platforms`): its Machines and
+/// MachineSets are left alone, and the message says which flag to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "platform {platform:?} is not in --platforms ({listed}); add it to sync and migrate its machines",
+    listed = .platforms.join(",")
+)]
+pub struct PlatformNotEnabled {
+    /// The cluster's platform.
+    pub platform: String,
+    /// `--platforms`.
+    pub platforms: Vec<String>,
+}
+
 /// Whether the sync runs on `platform`: it must be listed in `--platforms`; why not, if not.
-pub fn platform_enabled(platforms: &[String], platform: &str) -> Result<(), String> {
+pub fn platform_enabled(platforms: &[String], platform: &str) -> Result<(), PlatformNotEnabled> {
     if platforms.iter().any(|p| p == platform) {
         return Ok(());
     }
-    Err(format!(
-        "platform {platform:?} is not in --platforms ({}); add it to sync and migrate its machines",
-        platforms.join(",")
-    ))
+    Err(PlatformNotEnabled {
+        platform: platform.to_owned(),
+        platforms: platforms.to_vec(),
+    })
 }
 
 impl Settings {
@@ -745,7 +759,8 @@ impl Controllers {
         cluster
             .read_infra_cluster(&self.client, &self.machines.namespaces().capi)
             .await;
-        let enabled = platform_enabled(&self.platforms, &cluster.platform);
+        // The reason goes into a log line and an Event's note: words, whichever check failed.
+        let enabled = platform_enabled(&self.platforms, &cluster.platform).map_err(|e| e.to_string());
         let platform = match enabled.and_then(|()| crate::platform::for_cluster(&cluster)) {
             Ok(platform) => platform,
             Err(reason) => {
@@ -909,7 +924,10 @@ mod tests {
         let defaults = default_platforms();
         assert_eq!(platform_enabled(&defaults, "AWS"), Ok(()));
         assert_eq!(platform_enabled(&defaults, "OpenStack"), Ok(()));
-        let refused = platform_enabled(&defaults, "PowerVS").err().unwrap_or_default();
+        let refused = platform_enabled(&defaults, "PowerVS")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(
             refused,
             "platform \"PowerVS\" is not in --platforms (AWS,OpenStack); add it to sync and migrate its machines"
