@@ -90,7 +90,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
         return Ok(Action::await_change());
     }
 
-    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+    let selector = scaling::selector(&set.spec.selector)?;
     let mut members = Vec::new();
     for machine in machines.list(&ListParams::default()).await?.items {
         let owner = owned(&machine);

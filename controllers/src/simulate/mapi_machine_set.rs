@@ -71,7 +71,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
         return Ok(Action::await_change());
     }
 
-    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+    let selector = scaling::selector(&set.spec.selector)?;
     let template = set.spec.template.clone().unwrap_or_default();
     let template_meta = template.metadata.clone().unwrap_or_default();
     let template_labels = template_meta.labels.clone().unwrap_or_default();
