@@ -85,8 +85,8 @@ pub async fn read_objects(
                     object.metadata.name.as_deref().unwrap_or_default()
                 ),
             };
-            if let Err(message) = inputs.add(origin.clone(), value, direction) {
-                errors.push(format!("{origin}: {message}"));
+            if let Err(problem) = inputs.add(origin.clone(), value, direction) {
+                errors.push(format!("{origin}: {problem}"));
             }
         }
     }
