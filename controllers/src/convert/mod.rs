@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use clap::Args;
 use sync_core::api::Infrastructure;
 
-use self::input::{Direction, Inputs, Origin};
-use crate::client::{Connection, client_from};
+use self::input::{Direction, InputError, Inputs, Origin};
+use crate::client::{ClientError, Connection, client_from};
 
 /// `controllers convert [FILE]...`
 #[derive(Debug, Clone, Args)]
@@ -75,6 +75,72 @@ pub enum Status {
     BadInput = 2,
 }
 
+/// Why `convert` converted nothing (exit code 2), in the words printed after
+/// `controllers convert: `: each names the file, object or flag and what to do.
+#[derive(Debug, thiserror::Error)]
+enum ConvertError {
+    /// A file (or stdin) could not be read.
+    #[error("{name}: {error}")]
+    Read {
+        /// The file's name, or `<stdin>`.
+        name: String,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
+    /// `--from-cluster`: no client for the cluster.
+    #[error("connecting to the cluster: {0}")]
+    Connect(#[source] ClientError),
+    /// `--from-cluster`: reading failed; what was read and what the failure means
+    /// ([`cluster::ClusterError::explain`]).
+    #[error("{0}")]
+    Cluster(String),
+    /// Some documents cannot be used (each was printed as an `error:` line).
+    #[error("{count} document(s) cannot be used; nothing converted")]
+    UnusableDocuments {
+        /// How many.
+        count: usize,
+    },
+    /// The `--infrastructure` file has a document that cannot be used.
+    #[error(transparent)]
+    InfrastructureFile(Box<InputError>),
+    /// The `--infrastructure` file has no Infrastructure.
+    #[error("{file}: no Infrastructure object in it")]
+    NoInfrastructureIn {
+        /// The file.
+        file: String,
+    },
+    /// The `--infrastructure` file has several.
+    #[error("{file}: more than one Infrastructure object")]
+    SeveralInfrastructuresIn {
+        /// The file.
+        file: String,
+    },
+    /// The input has several.
+    #[error("more than one Infrastructure object in the input")]
+    SeveralInfrastructures,
+    /// Neither `--infrastructure`, the input nor `--from-cluster` gives one.
+    #[error(
+        "no Infrastructure: give --infrastructure FILE, put the Infrastructure object in the input, \
+         or use --from-cluster"
+    )]
+    NoInfrastructure,
+    /// The Infrastructure names no platform the conversion serves.
+    #[error("{origin}: not an Infrastructure the conversion can use: {reason}")]
+    UnusableInfrastructure {
+        /// Where it came from.
+        origin: String,
+        /// Why not.
+        reason: String,
+    },
+    /// Nothing to convert.
+    #[error("no Machine or MachineSet in the input")]
+    NothingToConvert,
+    /// The converted objects could not be written as YAML.
+    #[error("writing YAML: {0}")]
+    Yaml(#[source] serde_saphyr::ser::Error),
+}
+
 /// Runs `convert`: reads `stdin` when no file is given, writes YAML or the report to
 /// `stdout` and diagnostics to `stderr`.
 pub async fn run(
@@ -97,7 +163,7 @@ async fn run_inner(
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
-) -> Result<Status, String> {
+) -> Result<Status, ConvertError> {
     let direction = if args.reverse {
         Direction::CapiToMapi
     } else {
@@ -109,7 +175,10 @@ async fn run_inner(
     let read_stdin =
         args.files.iter().any(|f| f.as_os_str() == "-") || (args.files.is_empty() && !args.from_cluster);
     for file in args.files.iter().filter(|f| f.as_os_str() != "-") {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = std::fs::read_to_string(file).map_err(|error| ConvertError::Read {
+            name: file.display().to_string(),
+            error,
+        })?;
         errors.extend(
             inputs
                 .add_source(&file.display().to_string(), &text, direction)
@@ -121,7 +190,10 @@ async fn run_inner(
         let mut text = String::new();
         stdin
             .read_to_string(&mut text)
-            .map_err(|e| format!("<stdin>: {e}"))?;
+            .map_err(|error| ConvertError::Read {
+                name: "<stdin>".to_owned(),
+                error,
+            })?;
         errors.extend(
             inputs
                 .add_source("<stdin>", &text, direction)
@@ -133,7 +205,7 @@ async fn run_inner(
     let client = if args.from_cluster {
         let connection = client_from(args.kubeconfig.as_deref(), args.context.as_deref())
             .await
-            .map_err(|e| format!("connecting to the cluster: {e}"))?;
+            .map_err(ConvertError::Connect)?;
         let namespace = args.namespace.clone().unwrap_or_else(|| {
             match direction {
                 Direction::MapiToCapi => conversion::names::MAPI_NAMESPACE,
@@ -144,7 +216,7 @@ async fn run_inner(
         errors.extend(
             cluster::read_objects(&connection.client, &namespace, direction, &mut inputs)
                 .await
-                .map_err(|e| e.explain(&connection))?,
+                .map_err(|e| ConvertError::Cluster(e.explain(&connection)))?,
         );
         Some(connection)
     } else {
@@ -155,10 +227,7 @@ async fn run_inner(
         for error in &errors {
             let _ = writeln!(stderr, "error: {error}");
         }
-        return Err(format!(
-            "{} document(s) cannot be used; nothing converted",
-            errors.len()
-        ));
+        return Err(ConvertError::UnusableDocuments { count: errors.len() });
     }
 
     let (origin, infrastructure) = infrastructure(args, &inputs, client.as_ref()).await?;
@@ -170,19 +239,19 @@ async fn run_inner(
             .await;
     }
     let platform = crate::platform::for_cluster(&facts)
-        .map_err(|e| format!("{origin}: not an Infrastructure the conversion can use: {e}"))?;
+        .map_err(|reason| ConvertError::UnusableInfrastructure { origin, reason })?;
 
     let outcome = match direction {
         Direction::MapiToCapi => plan::to_capi(&inputs, platform.as_ref()),
         Direction::CapiToMapi => plan::to_mapi(&inputs, platform.as_ref()),
     };
     if outcome.results.is_empty() {
-        return Err("no Machine or MachineSet in the input".to_owned());
+        return Err(ConvertError::NothingToConvert);
     }
     if args.check {
         let _ = stdout.write_all(outcome.report().as_bytes());
     } else {
-        let yaml = outcome.yaml().map_err(|e| format!("writing YAML: {e}"))?;
+        let yaml = outcome.yaml().map_err(ConvertError::Yaml)?;
         let _ = stdout.write_all(yaml.as_bytes());
         let _ = stderr.write_all(outcome.diagnostics().as_bytes());
     }
@@ -199,31 +268,34 @@ async fn infrastructure(
     args: &ConvertArgs,
     inputs: &Inputs,
     client: Option<&Connection>,
-) -> Result<(String, Infrastructure), String> {
+) -> Result<(String, Infrastructure), ConvertError> {
     if let Some(path) = &args.infrastructure {
         let source = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|error| ConvertError::Read {
+            name: source.clone(),
+            error,
+        })?;
         let mut found = Inputs::default();
         let errors = found.add_source(&source, &text, Direction::MapiToCapi);
-        if let Some(error) = errors.first() {
-            return Err(error.to_string());
+        if let Some(error) = errors.into_iter().next() {
+            return Err(ConvertError::InfrastructureFile(Box::new(error)));
         }
         return match found.infrastructures.as_slice() {
             [(origin, infra)] => Ok((origin.to_string(), infra.clone())),
-            [] => Err(format!("{source}: no Infrastructure object in it")),
-            _ => Err(format!("{source}: more than one Infrastructure object")),
+            [] => Err(ConvertError::NoInfrastructureIn { file: source }),
+            _ => Err(ConvertError::SeveralInfrastructuresIn { file: source }),
         };
     }
     match inputs.infrastructures.as_slice() {
         [(origin, infra)] => return Ok((origin.to_string(), infra.clone())),
-        [_, ..] => return Err("more than one Infrastructure object in the input".to_owned()),
+        [_, ..] => return Err(ConvertError::SeveralInfrastructures),
         [] => {}
     }
     match client {
         Some(client) => {
             let infra = cluster::read_infrastructure(&client.client)
                 .await
-                .map_err(|e| e.explain(client))?;
+                .map_err(|e| ConvertError::Cluster(e.explain(client)))?;
             let origin = Origin {
                 source: "cluster".to_owned(),
                 document: 1,
@@ -231,10 +303,6 @@ async fn infrastructure(
             };
             Ok((origin.to_string(), infra))
         }
-        None => Err(
-            "no Infrastructure: give --infrastructure FILE, put the Infrastructure object in the input, \
-             or use --from-cluster"
-                .to_owned(),
-        ),
+        None => Err(ConvertError::NoInfrastructure),
     }
 }
