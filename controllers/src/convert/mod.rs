@@ -13,12 +13,14 @@ pub mod plan;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 use sync_core::api::Infrastructure;
 
 use self::input::{Direction, InputError, Inputs, Origin};
 use crate::client::{ClientError, Connection, client_from};
+use crate::sync::Platform;
 
 /// `controllers convert [FILE]...`
 #[derive(Debug, Clone, Args)]
@@ -158,30 +160,70 @@ pub async fn run(
     }
 }
 
+/// [`run`] up to the exit code; an error is printed after `controllers convert: `.
 async fn run_inner(
     args: &ConvertArgs,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Status, ConvertError> {
-    let direction = if args.reverse {
+    let direction = direction(args);
+    let mut inputs = Inputs::default();
+    let mut errors = read_files_and_stdin(args, stdin, direction, &mut inputs)?;
+    let connection = if args.from_cluster {
+        let (connection, unusable) = read_cluster(args, direction, &mut inputs).await?;
+        errors.extend(unusable);
+        Some(connection)
+    } else {
+        None
+    };
+    refuse_unusable_documents(&errors, stderr)?;
+    let platform = platform(args, &inputs, connection.as_ref()).await?;
+    let outcome = match direction {
+        Direction::MapiToCapi => plan::to_capi(&inputs, platform.as_ref()),
+        Direction::CapiToMapi => plan::to_mapi(&inputs, platform.as_ref()),
+    };
+    if outcome.results.is_empty() {
+        return Err(ConvertError::NothingToConvert);
+    }
+    write_outcome(args.check, &outcome, stdout, stderr)?;
+    Ok(if outcome.all_convertible() {
+        Status::Converted
+    } else {
+        Status::NotConvertible
+    })
+}
+
+/// Which kinds are read: Machine API ones, or with `--reverse` Cluster API ones.
+fn direction(args: &ConvertArgs) -> Direction {
+    if args.reverse {
         Direction::CapiToMapi
     } else {
         Direction::MapiToCapi
-    };
-    let mut inputs = Inputs::default();
-    let mut errors: Vec<String> = Vec::new();
+    }
+}
 
+/// Adds the objects of the FILEs, and of stdin when a FILE is `-` or none is given without
+/// `--from-cluster`; returns the errors of the documents that cannot be used (a file that
+/// cannot be read at all stops the run).
+fn read_files_and_stdin(
+    args: &ConvertArgs,
+    stdin: &mut dyn Read,
+    direction: Direction,
+    inputs: &mut Inputs,
+) -> Result<Vec<String>, ConvertError> {
+    let mut errors = Vec::new();
     let read_stdin =
         args.files.iter().any(|f| f.as_os_str() == "-") || (args.files.is_empty() && !args.from_cluster);
     for file in args.files.iter().filter(|f| f.as_os_str() != "-") {
+        let name = file.display().to_string();
         let text = std::fs::read_to_string(file).map_err(|error| ConvertError::Read {
-            name: file.display().to_string(),
+            name: name.clone(),
             error,
         })?;
         errors.extend(
             inputs
-                .add_source(&file.display().to_string(), &text, direction)
+                .add_source(&name, &text, direction)
                 .iter()
                 .map(ToString::to_string),
         );
@@ -201,65 +243,79 @@ async fn run_inner(
                 .map(ToString::to_string),
         );
     }
+    Ok(errors)
+}
 
-    let client = if args.from_cluster {
-        let connection = client_from(args.kubeconfig.as_deref(), args.context.as_deref())
-            .await
-            .map_err(ConvertError::Connect)?;
-        let namespace = args.namespace.clone().unwrap_or_else(|| {
-            match direction {
-                Direction::MapiToCapi => conversion::names::MAPI_NAMESPACE,
-                Direction::CapiToMapi => conversion::names::CAPI_NAMESPACE,
-            }
-            .to_owned()
-        });
-        errors.extend(
-            cluster::read_objects(&connection.client, &namespace, direction, &mut inputs)
-                .await
-                .map_err(|e| ConvertError::Cluster(e.explain(&connection)))?,
-        );
-        Some(connection)
-    } else {
-        None
-    };
-
-    if !errors.is_empty() {
-        for error in &errors {
-            let _ = writeln!(stderr, "error: {error}");
+/// `--from-cluster`: adds the direction's objects of `--namespace` (by default the side's
+/// own); returns the connection, through which the Infrastructure and the infrastructure
+/// cluster object are read too, and the errors of the objects that cannot be used.
+async fn read_cluster(
+    args: &ConvertArgs,
+    direction: Direction,
+    inputs: &mut Inputs,
+) -> Result<(Connection, Vec<String>), ConvertError> {
+    let connection = client_from(args.kubeconfig.as_deref(), args.context.as_deref())
+        .await
+        .map_err(ConvertError::Connect)?;
+    let namespace = args.namespace.clone().unwrap_or_else(|| {
+        match direction {
+            Direction::MapiToCapi => conversion::names::MAPI_NAMESPACE,
+            Direction::CapiToMapi => conversion::names::CAPI_NAMESPACE,
         }
-        return Err(ConvertError::UnusableDocuments { count: errors.len() });
-    }
+        .to_owned()
+    });
+    let errors = cluster::read_objects(&connection.client, &namespace, direction, inputs)
+        .await
+        .map_err(|e| ConvertError::Cluster(e.explain(&connection)))?;
+    Ok((connection, errors))
+}
 
-    let (origin, infrastructure) = infrastructure(args, &inputs, client.as_ref()).await?;
-    // From a cluster, its infrastructure cluster object; offline, the installer's is assumed.
+/// Prints each document that cannot be used as an `error:` line; any of them stops the run,
+/// so that nothing is converted from part of the input.
+fn refuse_unusable_documents(errors: &[String], stderr: &mut dyn Write) -> Result<(), ConvertError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    for error in errors {
+        let _ = writeln!(stderr, "error: {error}");
+    }
+    Err(ConvertError::UnusableDocuments { count: errors.len() })
+}
+
+/// The conversion for the Infrastructure's platform: from a cluster, with its
+/// infrastructure cluster object; offline, the installer's is assumed.
+async fn platform(
+    args: &ConvertArgs,
+    inputs: &Inputs,
+    connection: Option<&Connection>,
+) -> Result<Arc<dyn Platform>, ConvertError> {
+    let (origin, infrastructure) = infrastructure(args, inputs, connection).await?;
     let mut facts = crate::sync::Cluster::from_infrastructure(infrastructure);
-    if let Some(connection) = &client {
+    if let Some(connection) = connection {
         facts
             .read_infra_cluster(&connection.client, conversion::names::CAPI_NAMESPACE)
             .await;
     }
-    let platform = crate::platform::for_cluster(&facts)
-        .map_err(|reason| ConvertError::UnusableInfrastructure { origin, reason })?;
+    crate::platform::for_cluster(&facts)
+        .map_err(|reason| ConvertError::UnusableInfrastructure { origin, reason })
+}
 
-    let outcome = match direction {
-        Direction::MapiToCapi => plan::to_capi(&inputs, platform.as_ref()),
-        Direction::CapiToMapi => plan::to_mapi(&inputs, platform.as_ref()),
-    };
-    if outcome.results.is_empty() {
-        return Err(ConvertError::NothingToConvert);
-    }
-    if args.check {
+/// `--check`: the readiness report; otherwise the objects as YAML, and the diagnostics on
+/// stderr.
+fn write_outcome(
+    check: bool,
+    outcome: &plan::Outcome,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), ConvertError> {
+    if check {
         let _ = stdout.write_all(outcome.report().as_bytes());
     } else {
         let yaml = outcome.yaml().map_err(ConvertError::Yaml)?;
         let _ = stdout.write_all(yaml.as_bytes());
         let _ = stderr.write_all(outcome.diagnostics().as_bytes());
     }
-    Ok(if outcome.all_convertible() {
-        Status::Converted
-    } else {
-        Status::NotConvertible
-    })
+    Ok(())
 }
 
 /// The Infrastructure to use: `--infrastructure`, else the one in the input, else the
