@@ -9,7 +9,9 @@
 //! a successor may start) and the process exits 1, as controller-runtime managers do: the
 //! kubelet restarts it as a fresh standby with empty caches.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -357,74 +359,10 @@ impl Operator {
             .as_deref()
             .map(super::upstream::UpstreamLease::parse)
             .transpose()?;
-        let config = SyncConfig {
-            namespaces: settings.namespaces.clone(),
-            concurrency: settings.concurrency,
-            instance: Some(settings.replica.clone()),
-            ..SyncConfig::default()
-        };
-        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
-        infra_config.versions = crate::platform::infra_versions();
-        infra_config.instance = Some(settings.replica.clone());
-        let infra = InfraTracker::new(client.clone(), infra_config);
-        let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));
-        let health = Health::new(Vec::new());
-        let wiring = Wiring {
-            client: client.clone(),
-            config,
-            infra,
-            metrics: metrics.clone(),
-            health: health.clone(),
-            migration: settings.migration.clone(),
-            checkpoint_namespace: settings.checkpoint_namespace.clone(),
-            instance: settings.replica.clone(),
-            gate: settings.gate,
-            release_version: settings.release_version.clone(),
-            upstream,
-            platforms: settings.platforms.clone(),
-        };
-
+        let wiring = Wiring::new(client.clone(), &settings, upstream);
+        let (metrics, health) = (wiring.metrics.clone(), wiring.health.clone());
         let http_stop = CancellationToken::new();
-        let mut servers = Vec::new();
-        let mut metrics_address = None;
-        let mut probe_address = None;
-        // One listener for both when they share an address (port 0 means two free ports).
-        let same = settings
-            .metrics_address
-            .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
-        if let Some(address) = settings.metrics_address {
-            let which = if same {
-                Listener::MetricsAndProbes
-            } else {
-                Listener::Metrics
-            };
-            let listener = http::bind_or_move(address, which, ports.metrics).await?;
-            let local = listener.local_addr().unwrap_or(address);
-            metrics_address = Some(local);
-            let routes = Routes {
-                metrics: Some(metrics.clone()),
-                health: same.then(|| health.clone()),
-            };
-            tracing::info!(address = %local, "serving metrics on http://{local}/metrics");
-            servers.push(http::serve(listener, routes, http_stop.clone()));
-        }
-        if same {
-            probe_address = metrics_address;
-        } else if let Some(address) = settings.probe_address {
-            let listener = http::bind_or_move(address, Listener::Probes, ports.probes).await?;
-            let local = listener.local_addr().unwrap_or(address);
-            probe_address = Some(local);
-            let routes = Routes {
-                metrics: None,
-                health: Some(health.clone()),
-            };
-            tracing::info!(address = %local, "serving probes on http://{local}/healthz and /readyz");
-            servers.push(http::serve(listener, routes, http_stop.clone()));
-        }
-        if same {
-            tracing::info!("serving probes on the metrics address");
-        }
-
+        let endpoints = serve_endpoints(&settings, ports, &metrics, &health, &http_stop).await?;
         let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
         let driver = tokio::spawn(drive(
             client,
@@ -438,11 +376,11 @@ impl Operator {
         Ok(Self {
             metrics,
             health,
-            metrics_address,
-            probe_address,
+            metrics_address: endpoints.metrics_address,
+            probe_address: endpoints.probe_address,
             shutdown,
             http_stop,
-            servers,
+            servers: endpoints.servers,
             driver,
         })
     }
@@ -507,6 +445,68 @@ impl Operator {
     }
 }
 
+/// The HTTP endpoints as bound: where they serve (with the ports actually bound), and
+/// their servers, which [`Operator::wait`] stops last.
+struct Endpoints {
+    metrics_address: Option<SocketAddr>,
+    probe_address: Option<SocketAddr>,
+    servers: Vec<JoinHandle<()>>,
+}
+
+/// Binds and serves `/metrics` and the probes where the settings say, until `stop`: one
+/// listener for both when they share an address (port 0 means two free ports).
+async fn serve_endpoints(
+    settings: &Settings,
+    ports: MovablePorts,
+    metrics: &Arc<Metrics>,
+    health: &Health,
+    stop: &CancellationToken,
+) -> Result<Endpoints, OperatorError> {
+    let mut servers = Vec::new();
+    let mut metrics_address = None;
+    let mut probe_address = None;
+    let same = settings
+        .metrics_address
+        .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
+    if let Some(address) = settings.metrics_address {
+        let which = if same {
+            Listener::MetricsAndProbes
+        } else {
+            Listener::Metrics
+        };
+        let listener = http::bind_or_move(address, which, ports.metrics).await?;
+        let local = listener.local_addr().unwrap_or(address);
+        metrics_address = Some(local);
+        let routes = Routes {
+            metrics: Some(metrics.clone()),
+            health: same.then(|| health.clone()),
+        };
+        tracing::info!(address = %local, "serving metrics on http://{local}/metrics");
+        servers.push(http::serve(listener, routes, stop.clone()));
+    }
+    if same {
+        probe_address = metrics_address;
+    } else if let Some(address) = settings.probe_address {
+        let listener = http::bind_or_move(address, Listener::Probes, ports.probes).await?;
+        let local = listener.local_addr().unwrap_or(address);
+        probe_address = Some(local);
+        let routes = Routes {
+            metrics: None,
+            health: Some(health.clone()),
+        };
+        tracing::info!(address = %local, "serving probes on http://{local}/healthz and /readyz");
+        servers.push(http::serve(listener, routes, stop.clone()));
+    }
+    if same {
+        tracing::info!("serving probes on the metrics address");
+    }
+    Ok(Endpoints {
+        metrics_address,
+        probe_address,
+        servers,
+    })
+}
+
 /// What building the controllers takes: they are built afresh each time the feature gate
 /// lets them run, and dropped (caches and all) when it stops them.
 struct Wiring {
@@ -526,6 +526,38 @@ struct Wiring {
 }
 
 impl Wiring {
+    /// What the settings ask for: the controllers' configuration, the infrastructure
+    /// tracker (at the versions the conversions speak), and fresh metrics and readiness
+    /// that the operator's endpoints serve.
+    fn new(client: Client, settings: &Settings, upstream: Option<super::upstream::UpstreamLease>) -> Self {
+        let config = SyncConfig {
+            namespaces: settings.namespaces.clone(),
+            concurrency: settings.concurrency,
+            instance: Some(settings.replica.clone()),
+            ..SyncConfig::default()
+        };
+        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
+        infra_config.versions = crate::platform::infra_versions();
+        infra_config.instance = Some(settings.replica.clone());
+        let infra = InfraTracker::new(client.clone(), infra_config);
+        let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));
+        let health = Health::new(Vec::new());
+        Self {
+            client,
+            config,
+            infra,
+            metrics,
+            health,
+            migration: settings.migration.clone(),
+            checkpoint_namespace: settings.checkpoint_namespace.clone(),
+            instance: settings.replica.clone(),
+            gate: settings.gate,
+            release_version: settings.release_version.clone(),
+            upstream,
+            platforms: settings.platforms.clone(),
+        }
+    }
+
     /// Runs the controllers while the `MachineAPIMigration` gate is enabled, until `stop`:
     /// started when it turns on, stopped (in-flight reconciles finished) when it turns off.
     async fn run_gated(self, stop: CancellationToken) {
@@ -811,51 +843,91 @@ async fn drive(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> (Exit, Option<Deadlines>) {
-    if let Some(upstream) = controllers.upstream.clone() {
-        tokio::select! {
-            checked = upstream.wait_until_clear(&client) => if let Err(running) = checked {
-                health.set_phase(Phase::Stopping);
-                return (Exit::UpstreamRunning(running.to_string()), None);
-            },
-            () = shutdown.cancelled() => {
-                health.set_phase(Phase::Stopping);
-                return (Exit::Shutdown, None);
-            }
-        }
+    if let Some(exit) = wait_for_upstream(controllers.upstream.as_ref(), &client, &health, &shutdown).await {
+        return (exit, None);
     }
     let mut elector = lease.map(|settings| LeaderElector::new(client, settings));
-    if let Some(elector) = elector.as_mut() {
-        health.set_phase(Phase::Standby);
-        tokio::select! {
-            () = elector.acquire() => {}
-            () = shutdown.cancelled() => {
-                health.set_phase(Phase::Stopping);
-                tracing::info!("stopped while waiting for the leader lease");
-                return (Exit::Shutdown, None);
-            }
-        }
+    if let Some(elector) = elector.as_mut()
+        && !acquire(elector, &health, &shutdown).await
+    {
+        return (Exit::Shutdown, None);
     }
     metrics.set_leader(true);
     health.set_phase(Phase::Leading);
+    let (exit, signalled) = lead(
+        controllers,
+        elector.as_mut(),
+        &budget,
+        &health,
+        &metrics,
+        &shutdown,
+    )
+    .await;
+    // Without a signal (the controllers ended on their own) the clock starts now.
+    let deadlines = match (&exit, signalled) {
+        (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
+        (Exit::Shutdown, some) => some,
+        (Exit::LeadershipLost(_) | Exit::UpstreamRunning(_), _) => None,
+    };
+    health.set_phase(Phase::Stopping);
+    metrics.set_leader(false);
+    if let (Some(deadlines), Some(elector)) = (deadlines, elector.as_mut()) {
+        release(elector, deadlines, &budget).await;
+    }
+    (exit, deadlines)
+}
 
+/// Nothing starts while upstream's migration controllers run the same sync: waits until
+/// their Lease is free. How the replica ends instead, if they run or a signal comes first.
+async fn wait_for_upstream(
+    upstream: Option<&super::upstream::UpstreamLease>,
+    client: &Client,
+    health: &Health,
+    shutdown: &CancellationToken,
+) -> Option<Exit> {
+    let upstream = upstream?;
+    let exit = tokio::select! {
+        checked = upstream.wait_until_clear(client) => match checked {
+            Ok(()) => return None,
+            Err(running) => Exit::UpstreamRunning(running.to_string()),
+        },
+        () = shutdown.cancelled() => Exit::Shutdown,
+    };
+    health.set_phase(Phase::Stopping);
+    Some(exit)
+}
+
+/// A standby replica waits for the Lease; `false` when a signal came first.
+async fn acquire(elector: &mut LeaderElector, health: &Health, shutdown: &CancellationToken) -> bool {
+    health.set_phase(Phase::Standby);
+    tokio::select! {
+        () = elector.acquire() => true,
+        () = shutdown.cancelled() => {
+            health.set_phase(Phase::Stopping);
+            tracing::info!("stopped while waiting for the leader lease");
+            false
+        }
+    }
+}
+
+/// Runs the controllers until they end, the controllers' share of a signal's budget is
+/// spent, or the Lease is lost. How it ended and, after a signal, the shutdown's deadlines.
+async fn lead(
+    controllers: Wiring,
+    elector: Option<&mut LeaderElector>,
+    budget: &ShutdownBudget,
+    health: &Health,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> (Exit, Option<Deadlines>) {
     let stop = shutdown.child_token();
     let run = controllers.run_gated(stop.clone());
     tokio::pin!(run);
-    // Once shutdown is asked for, the budget's clock runs; the controllers get their share.
     let mut deadlines = None;
-    let overdue = async {
-        shutdown.cancelled().await;
-        let started = budget.deadlines(tokio::time::Instant::now());
-        deadlines = Some(started);
-        tokio::time::sleep_until(started.controllers).await;
-        tracing::warn!(
-            grace = ?budget.controllers(),
-            "the controllers did not stop in time; abandoning in-flight work"
-        );
-    };
     let exit = {
+        let overdue = overdue_after_signal(shutdown, budget, &mut deadlines);
         tokio::pin!(overdue);
-        match elector.as_mut() {
+        match elector {
             None => {
                 // `overdue` first, so it has seen the signal (and started the budget's
                 // clock) by the time the controllers' end is seen.
@@ -866,53 +938,77 @@ async fn drive(
                 }
                 Exit::Shutdown
             }
-            Some(elector) => {
-                // A successor may start once our last record is a lease duration old; we
-                // give up renewing a retry period plus the renew deadline after it.
-                let settings = elector.settings();
-                let grace = settings
-                    .lease_duration
-                    .saturating_sub(settings.renew_deadline + settings.retry_period);
-                tokio::select! {
-                    biased;
-                    () = &mut overdue => Exit::Shutdown,
-                    () = &mut run => Exit::Shutdown,
-                    lost = elector.hold() => {
-                        metrics.set_leader(false);
-                        health.set_phase(Phase::Stopping);
-                        tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
-                        stop.cancel();
-                        if tokio::time::timeout(grace, &mut run).await.is_err() {
-                            tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
-                        }
-                        Exit::LeadershipLost(lost.0)
-                    }
-                }
-            }
+            Some(elector) => hold(elector, run.as_mut(), overdue.as_mut(), &stop, health, metrics).await,
         }
     };
-    // Without a signal (the controllers ended on their own) the clock starts now.
-    let deadlines = match (&exit, deadlines) {
-        (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
-        (Exit::Shutdown, some) => some,
-        (Exit::LeadershipLost(_) | Exit::UpstreamRunning(_), _) => None,
-    };
-    health.set_phase(Phase::Stopping);
-    metrics.set_leader(false);
-    if let (Some(deadlines), Some(elector)) = (deadlines, elector.as_mut()) {
-        let by = deadlines
-            .release
-            .min(tokio::time::Instant::now() + elector.settings().renew_deadline);
-        match tokio::time::timeout_at(by, elector.release()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
-            Err(_) => tracing::warn!(
-                budget = ?budget.total,
-                "releasing the leader lease did not finish within the shutdown budget; it will expire"
-            ),
+    (exit, deadlines)
+}
+
+/// Once shutdown is asked for, the budget's clock runs: records its deadlines, then ends
+/// when the controllers' share is spent.
+async fn overdue_after_signal(
+    shutdown: &CancellationToken,
+    budget: &ShutdownBudget,
+    deadlines: &mut Option<Deadlines>,
+) {
+    shutdown.cancelled().await;
+    let started = budget.deadlines(tokio::time::Instant::now());
+    *deadlines = Some(started);
+    tokio::time::sleep_until(started.controllers).await;
+    tracing::warn!(
+        grace = ?budget.controllers(),
+        "the controllers did not stop in time; abandoning in-flight work"
+    );
+}
+
+/// Leads while the Lease is held (`overdue` first, as without one). Losing it stops the
+/// controllers at once: in-flight reconciles get only what is left before a successor may
+/// start.
+async fn hold(
+    elector: &mut LeaderElector,
+    mut run: Pin<&mut impl Future<Output = ()>>,
+    mut overdue: Pin<&mut impl Future<Output = ()>>,
+    stop: &CancellationToken,
+    health: &Health,
+    metrics: &Metrics,
+) -> Exit {
+    // A successor may start once our last record is a lease duration old; we give up
+    // renewing a retry period plus the renew deadline after it.
+    let settings = elector.settings();
+    let grace = settings
+        .lease_duration
+        .saturating_sub(settings.renew_deadline + settings.retry_period);
+    tokio::select! {
+        biased;
+        () = &mut overdue => Exit::Shutdown,
+        () = &mut run => Exit::Shutdown,
+        lost = elector.hold() => {
+            metrics.set_leader(false);
+            health.set_phase(Phase::Stopping);
+            tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
+            stop.cancel();
+            if tokio::time::timeout(grace, &mut run).await.is_err() {
+                tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
+            }
+            Exit::LeadershipLost(lost.0)
         }
     }
-    (exit, deadlines)
+}
+
+/// Releases the Lease so that a successor starts at once, within the shutdown budget's
+/// share (else it expires).
+async fn release(elector: &mut LeaderElector, deadlines: Deadlines, budget: &ShutdownBudget) {
+    let by = deadlines
+        .release
+        .min(tokio::time::Instant::now() + elector.settings().renew_deadline);
+    match tokio::time::timeout_at(by, elector.release()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
+        Err(_) => tracing::warn!(
+            budget = ?budget.total,
+            "releasing the leader lease did not finish within the shutdown budget; it will expire"
+        ),
+    }
 }
 
 #[cfg(test)]
