@@ -1,5 +1,8 @@
 //! The Machine and MachineSet sync controllers, and the operator that runs them.
+pub mod args;
+pub mod client;
 pub mod convert;
+pub mod feature_gate;
 pub mod machine;
 pub mod machine_set;
 pub mod migration;

@@ -12,6 +12,8 @@ use sync_core::toolkit::condition;
 use sync_core::toolkit::status as sync_status;
 use sync_core::{MapiObject, Namespaces};
 
+use crate::args::{KubeconfigArgs, NamespaceArgs};
+use crate::feature_gate;
 use crate::migration::MIGRATION_CONDITION;
 
 /// `controllers status` arguments.
@@ -19,10 +21,10 @@ use crate::migration::MIGRATION_CONDITION;
 pub struct StatusArgs {
     /// The cluster to read.
     #[command(flatten)]
-    pub cluster: crate::operator::run::KubeconfigArgs,
+    pub cluster: KubeconfigArgs,
     /// The namespaces to read: the operator's flags, environment variables and defaults.
     #[command(flatten)]
-    pub namespaces: crate::operator::cli::NamespaceArgs,
+    pub namespaces: NamespaceArgs,
     /// The release version whose feature gates count, as the operator's flag [default:
     /// the cluster's].
     #[arg(long, env = "RELEASE_VERSION", value_name = "VERSION")]
@@ -215,14 +217,14 @@ pub async fn run(args: &StatusArgs, out: &mut impl Write, err: &mut impl Write) 
             return 2;
         }
     };
-    let gate = crate::operator::gate::read_once(&connection.client, args.release_version.as_deref()).await;
+    let gate = feature_gate::read_once(&connection.client, args.release_version.as_deref()).await;
     match rows(&connection.client, &args.namespaces.namespaces()).await {
         Ok(rows) => {
             let verdict = if gate.enabled { "enabled" } else { "disabled" };
             let _ = writeln!(
                 out,
                 "{} feature gate: {verdict}: {}",
-                crate::operator::gate::GATE,
+                feature_gate::GATE,
                 gate.reason
             );
             let _ = out.write_all(render(&rows).as_bytes());

@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, wait_for};
-use controllers::operator::gate::GateSource;
+use controllers::feature_gate::GateSource;
 use controllers::operator::{Exit, Operator, Settings};
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};

@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, http_get, metric, scrape, wait_for};
-use controllers::operator::gate::GateSource;
+use controllers::feature_gate::GateSource;
 use controllers::operator::{Exit, Operator, Settings};
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};

@@ -30,7 +30,7 @@ fn settings() -> Settings {
         shutdown_grace: std::time::Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: None,
-        gate: controllers::operator::gate::GateSource::Enabled,
+        gate: controllers::feature_gate::GateSource::Enabled,
         release_version: None,
         upstream_lease: None,
         platforms: controllers::operator::run::default_platforms(),

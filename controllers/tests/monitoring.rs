@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, http_get, wait_for};
-use controllers::operator::gate::GateSource;
+use controllers::feature_gate::GateSource;
 use controllers::operator::samples::deploy_dir;
 use controllers::operator::{Exit, Operator, Settings};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, wait_for};
-use controllers::operator::gate::GateSource;
+use controllers::feature_gate::GateSource;
 use controllers::operator::{Exit, Operator, Settings};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};

@@ -273,7 +273,7 @@ fn settings(identity: Identity, leader_election: Option<LeaseSettings>) -> Setti
         shutdown_grace: Duration::from_secs(10),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: Some(identity.namespace.into()),
-        gate: controllers::operator::gate::GateSource::Cluster,
+        gate: controllers::feature_gate::GateSource::Cluster,
         release_version: None,
         // What the binary checks before starting: upstream's Lease (get, by name).
         upstream_lease: Some(upstream::UPSTREAM_LEASE.into()),

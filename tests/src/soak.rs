@@ -151,7 +151,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
         shutdown_grace: Duration::from_secs(5),
         migration: controllers::migration::MigrationConfig::default(),
         checkpoint_namespace: Some(crate::OPERATOR_NAMESPACE.into()),
-        gate: controllers::operator::gate::GateSource::Enabled,
+        gate: controllers::feature_gate::GateSource::Enabled,
         release_version: None,
         upstream_lease: None,
         platforms: controllers::operator::run::default_platforms(),

@@ -7,6 +7,7 @@ use serde_json::Value;
 use sync_core::api::{Infrastructure, capi, infrastructure, mapi};
 
 use super::input::{Direction, Inputs, Origin};
+use crate::client::Connection;
 
 /// What went wrong talking to the cluster.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +26,7 @@ pub enum ClusterError {
 impl ClusterError {
     /// The message for a person: what was being read, and what the failure means (the
     /// API server's URL and what to do when it cannot be reached).
-    pub fn explain(&self, connection: &crate::operator::run::Connection) -> String {
+    pub fn explain(&self, connection: &Connection) -> String {
         match self {
             Self::Api { what, source } => format!("{what}: {}", connection.explain(source)),
         }
@@ -84,8 +85,8 @@ pub async fn read_objects(
                     object.metadata.name.as_deref().unwrap_or_default()
                 ),
             };
-            if let Err(message) = inputs.add(origin.clone(), value, direction) {
-                errors.push(format!("{origin}: {message}"));
+            if let Err(problem) = inputs.add(origin.clone(), value, direction) {
+                errors.push(format!("{origin}: {problem}"));
             }
         }
     }

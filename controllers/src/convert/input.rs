@@ -31,12 +31,65 @@ impl fmt::Display for Origin {
 
 /// A document that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}: {message}")]
+#[error("{origin}: {problem}")]
 pub struct InputError {
     /// Which document (or source, for a parse error: document 0).
     pub origin: Origin,
     /// What is wrong.
-    pub message: String,
+    #[source]
+    pub problem: DocumentError,
+}
+
+/// What is wrong with a document of the input, in words that say what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// The source does not parse (its documents are not told apart).
+    #[error("not YAML: {0}")]
+    NotYaml(#[source] serde_saphyr::Error),
+    /// A scalar or a sequence.
+    #[error("not an object")]
+    NotAnObject,
+    /// A map without `apiVersion` or `kind`.
+    #[error("not a Kubernetes object: apiVersion and kind are required")]
+    NotAKubernetesObject,
+    /// A kind the Machine API to Cluster API direction does not read.
+    #[error(
+        "{api_version} {kind} cannot be converted to Cluster API: expected {mapi} Machine or \
+         MachineSet (or {infra} Infrastructure); use --reverse for Cluster API objects",
+        mapi = mapi_api_version(),
+        infra = infrastructure_api_version()
+    )]
+    NotMachineApi {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// A kind the Cluster API to Machine API direction (`--reverse`) does not read.
+    #[error(
+        "{api_version} {kind} cannot be converted to the Machine API: expected {capi} Machine or \
+         MachineSet, an infrastructure machine or template ({infra_kinds}) (or {infra} Infrastructure)",
+        capi = capi_api_version(),
+        infra_kinds = infra_kinds(),
+        infra = infrastructure_api_version()
+    )]
+    NotClusterApi {
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+    },
+    /// The object does not decode as its kind.
+    #[error("invalid: {0}")]
+    Invalid(#[source] serde_json::Error),
+    /// A field of the object does not decode.
+    #[error("invalid at {path}: {source}")]
+    InvalidAt {
+        /// The field's path (`spec.providerID`).
+        path: String,
+        /// Why it does not decode.
+        source: serde_json::Error,
+    },
 }
 
 /// The objects found in the input, by kind, each with where it came from.
@@ -81,7 +134,7 @@ impl Inputs {
                         document: 0,
                         object: String::new(),
                     },
-                    message: format!("not YAML: {error}"),
+                    problem: DocumentError::NotYaml(error),
                 }];
             }
         };
@@ -99,8 +152,8 @@ impl Inputs {
                     document: number,
                     object: describe(&item),
                 };
-                if let Err(message) = self.add(origin.clone(), item, direction) {
-                    errors.push(InputError { origin, message });
+                if let Err(problem) = self.add(origin.clone(), item, direction) {
+                    errors.push(InputError { origin, problem });
                 }
             }
         }
@@ -108,7 +161,7 @@ impl Inputs {
     }
 
     /// Adds one object (e.g. from a cluster list).
-    pub fn add(&mut self, origin: Origin, value: Value, direction: Direction) -> Result<(), String> {
+    pub fn add(&mut self, origin: Origin, value: Value, direction: Direction) -> Result<(), DocumentError> {
         let api_version = value
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -120,13 +173,13 @@ impl Inputs {
             .unwrap_or_default()
             .to_owned();
         if !value.is_object() {
-            return Err("not an object".to_owned());
+            return Err(DocumentError::NotAnObject);
         }
         if api_version.is_empty() || kind.is_empty() {
-            return Err("not a Kubernetes object: apiVersion and kind are required".to_owned());
+            return Err(DocumentError::NotAKubernetesObject);
         }
-        let mapi_version = format!("{}/{}", mapi::GROUP, mapi::VERSION);
-        let capi_version = format!("{}/{}", capi::GROUP, capi::VERSION);
+        let mapi_version = mapi_api_version();
+        let capi_version = capi_api_version();
         let infra_machine = |v: &str, k: &str| {
             conversion::platform::ALL
                 .iter()
@@ -137,7 +190,7 @@ impl Inputs {
                 .iter()
                 .any(|p| p.api_version() == v && p.template == k)
         };
-        let infra_version = format!("{}/{}", infrastructure::GROUP, infrastructure::VERSION);
+        let infra_version = infrastructure_api_version();
         match (direction, api_version.as_str(), kind.as_str()) {
             (_, v, "Infrastructure") if v == infra_version => push(&mut self.infrastructures, origin, value),
             (Direction::MapiToCapi, v, "Machine") if v == mapi_version => {
@@ -158,17 +211,25 @@ impl Inputs {
             (Direction::CapiToMapi, v, k) if infra_template(v, k) => {
                 push(&mut self.infra_templates, origin, value)
             }
-            (Direction::MapiToCapi, ..) => Err(format!(
-                "{api_version} {kind} cannot be converted to Cluster API: expected {mapi_version} Machine or \
-                 MachineSet (or {infra_version} Infrastructure); use --reverse for Cluster API objects"
-            )),
-            (Direction::CapiToMapi, ..) => Err(format!(
-                "{api_version} {kind} cannot be converted to the Machine API: expected {capi_version} Machine or \
-                 MachineSet, an infrastructure machine or template ({}) (or {infra_version} Infrastructure)",
-                infra_kinds()
-            )),
+            (Direction::MapiToCapi, ..) => Err(DocumentError::NotMachineApi { api_version, kind }),
+            (Direction::CapiToMapi, ..) => Err(DocumentError::NotClusterApi { api_version, kind }),
         }
     }
+}
+
+/// `machine.openshift.io/v1beta1`: the Machine API kinds' `apiVersion`.
+fn mapi_api_version() -> String {
+    format!("{}/{}", mapi::GROUP, mapi::VERSION)
+}
+
+/// `cluster.x-k8s.io/v1beta2`: the Cluster API kinds' `apiVersion`.
+fn capi_api_version() -> String {
+    format!("{}/{}", capi::GROUP, capi::VERSION)
+}
+
+/// `config.openshift.io/v1`: the `Infrastructure` kind's `apiVersion`.
+fn infrastructure_api_version() -> String {
+    format!("{}/{}", infrastructure::GROUP, infrastructure::VERSION)
 }
 
 /// `infrastructure.cluster.x-k8s.io/v1beta2 AWSMachine, …` for every converted platform.
@@ -185,17 +246,21 @@ fn infra_kinds() -> String {
         .join(", ")
 }
 
+/// Decodes `value` as a `T` and adds it; an error names the field that does not decode.
 fn push<T: DeserializeOwned>(
     into: &mut Vec<(Origin, T)>,
     origin: Origin,
     value: Value,
-) -> Result<(), String> {
+) -> Result<(), DocumentError> {
     let object = serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         if path == "." {
-            format!("invalid: {}", error.into_inner())
+            DocumentError::Invalid(error.into_inner())
         } else {
-            format!("invalid at {path}: {}", error.into_inner())
+            DocumentError::InvalidAt {
+                path,
+                source: error.into_inner(),
+            }
         }
     })?;
     into.push((origin, object));
@@ -250,6 +315,41 @@ mod tests {
                 .starts_with("in.yaml document 3 (ConfigMap c): v1 ConfigMap cannot be converted"),
             "{}",
             errors[0]
+        );
+    }
+
+    #[test]
+    fn a_kind_of_the_wrong_direction_is_refused_with_what_was_expected() {
+        let config_map = || serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let origin = || Origin {
+            source: "in.yaml".to_owned(),
+            document: 1,
+            object: String::new(),
+        };
+        let mut inputs = Inputs::default();
+        let to_capi = inputs.add(origin(), config_map(), Direction::MapiToCapi);
+        assert_eq!(
+            to_capi.err().map(|e| e.to_string()).as_deref(),
+            Some(
+                "v1 ConfigMap cannot be converted to Cluster API: expected machine.openshift.io/v1beta1 \
+                 Machine or MachineSet (or config.openshift.io/v1 Infrastructure); use --reverse for \
+                 Cluster API objects"
+            )
+        );
+        let to_mapi = inputs.add(origin(), config_map(), Direction::CapiToMapi);
+        assert_eq!(
+            to_mapi.err().map(|e| e.to_string()),
+            Some(format!(
+                "v1 ConfigMap cannot be converted to the Machine API: expected cluster.x-k8s.io/v1beta2 \
+                 Machine or MachineSet, an infrastructure machine or template ({}) (or \
+                 config.openshift.io/v1 Infrastructure)",
+                infra_kinds()
+            ))
+        );
+        let scalar = inputs.add(origin(), serde_json::json!(7), Direction::MapiToCapi);
+        assert_eq!(
+            scalar.err().map(|e| e.to_string()).as_deref(),
+            Some("not an object")
         );
     }
 

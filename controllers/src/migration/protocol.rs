@@ -151,99 +151,7 @@ where
             ctx,
             on: &on,
         };
-        match &step {
-            Step::Idle => Ok(Action::await_change()),
-            Step::Initialize(to) => {
-                authority::set(&api, K::CONTROLLER, mapi, to).await?;
-                report
-                    .inform(
-                        "AuthoritativeAPIInitialized",
-                        format!("status.authoritativeAPI set to the requested {to}"),
-                    )
-                    .await;
-                Ok(Action::await_change())
-            }
-            Step::Unsupported(value) => {
-                let message =
-                    format!("spec.authoritativeAPI {value:?} is not MachineAPI or ClusterAPI; not migrating");
-                if report.condition(Status::False, step.reason(), &message).await? {
-                    report.warn("UnsupportedAuthoritativeAPI", message).await;
-                }
-                Ok(Action::await_change())
-            }
-            Step::WaitForSync { to } => {
-                let message = format!(
-                    "{to} requested; waiting for Synchronized=True at the authoritative object's current generation"
-                );
-                self.wait(&report, &step, SYNC_TIMED_OUT, message, "MigrationRequested")
-                    .await
-            }
-            Step::Begin { from, to } => {
-                authority::set(&api, K::CONTROLLER, mapi, &AuthoritativeApi::Migrating).await?;
-                let message = format!("migrating from {from} to {to}");
-                report.condition(Status::Unknown, step.reason(), &message).await?;
-                report.inform("MigrationStarted", message).await;
-                Ok(Action::await_change())
-            }
-            Step::Pause(side) => {
-                set_paused::<K>(ctx, objects, *side, true).await?;
-                let message = format!("pausing {side}");
-                report.condition(Status::Unknown, step.reason(), &message).await?;
-                report.inform("Pausing", message).await;
-                Ok(Action::await_change())
-            }
-            Step::WaitForPaused(side) => {
-                let message = match side {
-                    Side::Capi if K::INFRA_REPORTS_PAUSED => {
-                        format!(
-                            "waiting for {side} to report Paused=True, on its object and its infrastructure object"
-                        )
-                    }
-                    _ => format!("waiting for {side} to report Paused=True"),
-                };
-                self.wait(&report, &step, PAUSE_TIMED_OUT, message, "WaitingForPaused")
-                    .await
-            }
-            Step::Unpause(side) => {
-                set_paused::<K>(ctx, objects, *side, false).await?;
-                let message = format!("unpausing {side}");
-                if mapi.authoritative_api() == Some(&AuthoritativeApi::Migrating) {
-                    report.condition(Status::Unknown, step.reason(), &message).await?;
-                }
-                report.inform("Unpausing", message).await;
-                Ok(Action::await_change())
-            }
-            Step::Complete { to, rolled_back } => {
-                let (result, reason, event, message) = if *rolled_back {
-                    (
-                        MigrationResult::RolledBack,
-                        "RolledBack",
-                        "MigrationRolledBack",
-                        format!("request changed back: {to} is authoritative again"),
-                    )
-                } else {
-                    (
-                        MigrationResult::Completed,
-                        "Migrated",
-                        "MigrationCompleted",
-                        format!("{to} is authoritative"),
-                    )
-                };
-                let started = in_flight_since(mapi);
-                // The report first: written after the final write, a stale cache could
-                // take the finished pair for one whose report was lost.
-                report.condition(Status::True, reason, &message).await?;
-                // Last: only once the new side runs, so that a failed unpause is retried
-                // (upstream #309) and never two sides drive at once.
-                authority::complete(&api, K::CONTROLLER, mapi, &to.api()).await?;
-                let duration = started.and_then(|s| Timestamp::now().duration_since(s).try_into().ok());
-                if let Some(metrics) = &self.metrics {
-                    metrics.migration(K::CONTROLLER, result, duration);
-                }
-                report.inform(event, message).await;
-                Ok(Action::await_change())
-            }
-        }
+        self.take(&step, &report, objects).await
     }
 }
 
@@ -251,6 +159,137 @@ impl<K: MigratingPair> Migrator<K>
 where
     K::Mapi: Resource<DynamicType = ()>,
 {
+    /// Takes `step`: at most one write, then its report (the `Migration` condition, an
+    /// Event).
+    async fn take(&self, step: &Step, report: &Reporter<'_, K>, objects: &SyncObjects<K>) -> HookResult {
+        match step {
+            Step::Idle => Ok(Action::await_change()),
+            Step::Initialize(to) => self.initialize(report, to).await,
+            Step::Unsupported(value) => self.refuse_unsupported(report, step, value).await,
+            Step::WaitForSync { to } => {
+                let message = format!(
+                    "{to} requested; waiting for Synchronized=True at the authoritative object's current generation"
+                );
+                self.wait(report, step, SYNC_TIMED_OUT, message, "MigrationRequested")
+                    .await
+            }
+            Step::Begin { from, to } => self.begin(report, step, *from, *to).await,
+            Step::Pause(side) => self.pause(report, step, objects, *side).await,
+            Step::WaitForPaused(side) => {
+                let message = waiting_for_paused::<K>(*side);
+                self.wait(report, step, PAUSE_TIMED_OUT, message, "WaitingForPaused")
+                    .await
+            }
+            Step::Unpause(side) => self.unpause(report, step, objects, *side).await,
+            Step::Complete { to, rolled_back } => self.complete(report, *to, *rolled_back).await,
+        }
+    }
+
+    /// `status.authoritativeAPI` is unset: the request becomes the authority at once, as
+    /// nothing ran yet to hand over from.
+    async fn initialize(&self, report: &Reporter<'_, K>, to: &AuthoritativeApi) -> HookResult {
+        authority::set(report.api, K::CONTROLLER, report.mapi, to).await?;
+        report
+            .inform(
+                "AuthoritativeAPIInitialized",
+                format!("status.authoritativeAPI set to the requested {to}"),
+            )
+            .await;
+        Ok(Action::await_change())
+    }
+
+    /// A request this build does not know: reported (once), not acted on.
+    async fn refuse_unsupported(&self, report: &Reporter<'_, K>, step: &Step, value: &str) -> HookResult {
+        let message =
+            format!("spec.authoritativeAPI {value:?} is not MachineAPI or ClusterAPI; not migrating");
+        if report.condition(Status::False, step.reason(), &message).await? {
+            report.warn("UnsupportedAuthoritativeAPI", message).await;
+        }
+        Ok(Action::await_change())
+    }
+
+    /// `status.authoritativeAPI: Migrating`: from here neither side drives until the
+    /// migration completes.
+    async fn begin(&self, report: &Reporter<'_, K>, step: &Step, from: Side, to: Side) -> HookResult {
+        authority::set(
+            report.api,
+            K::CONTROLLER,
+            report.mapi,
+            &AuthoritativeApi::Migrating,
+        )
+        .await?;
+        let message = format!("migrating from {from} to {to}");
+        report.condition(Status::Unknown, step.reason(), &message).await?;
+        report.inform("MigrationStarted", message).await;
+        Ok(Action::await_change())
+    }
+
+    /// Asks `side` to pause, so that the side handing over stops writing.
+    async fn pause(
+        &self,
+        report: &Reporter<'_, K>,
+        step: &Step,
+        objects: &SyncObjects<K>,
+        side: Side,
+    ) -> HookResult {
+        set_paused::<K>(report.ctx, objects, side, true).await?;
+        let message = format!("pausing {side}");
+        report.condition(Status::Unknown, step.reason(), &message).await?;
+        report.inform("Pausing", message).await;
+        Ok(Action::await_change())
+    }
+
+    /// Lifts `side`'s pause, so that it runs again; the condition tells of it only while
+    /// a migration is in flight.
+    async fn unpause(
+        &self,
+        report: &Reporter<'_, K>,
+        step: &Step,
+        objects: &SyncObjects<K>,
+        side: Side,
+    ) -> HookResult {
+        set_paused::<K>(report.ctx, objects, side, false).await?;
+        let message = format!("unpausing {side}");
+        if report.mapi.authoritative_api() == Some(&AuthoritativeApi::Migrating) {
+            report.condition(Status::Unknown, step.reason(), &message).await?;
+        }
+        report.inform("Unpausing", message).await;
+        Ok(Action::await_change())
+    }
+
+    /// The final write: `to` is authoritative (again, for a rollback); the result and the
+    /// migration's duration go to the metrics.
+    async fn complete(&self, report: &Reporter<'_, K>, to: Side, rolled_back: bool) -> HookResult {
+        let (result, reason, event, message) = if rolled_back {
+            (
+                MigrationResult::RolledBack,
+                "RolledBack",
+                "MigrationRolledBack",
+                format!("request changed back: {to} is authoritative again"),
+            )
+        } else {
+            (
+                MigrationResult::Completed,
+                "Migrated",
+                "MigrationCompleted",
+                format!("{to} is authoritative"),
+            )
+        };
+        let started = in_flight_since(report.mapi);
+        // The report first: written after the final write, a stale cache could
+        // take the finished pair for one whose report was lost.
+        report.condition(Status::True, reason, &message).await?;
+        // Last: only once the new side runs, so that a failed unpause is retried
+        // (upstream #309) and never two sides drive at once.
+        authority::complete(report.api, K::CONTROLLER, report.mapi, &to.api()).await?;
+        let duration = started.and_then(|s| Timestamp::now().duration_since(s).try_into().ok());
+        if let Some(metrics) = &self.metrics {
+            metrics.migration(K::CONTROLLER, result, duration);
+        }
+        report.inform(event, message).await;
+        Ok(Action::await_change())
+    }
+
     /// A step that waits on another controller: in progress until the stall timeout,
     /// then stalled (reported once), rechecked on every change and now and then.
     async fn wait(
@@ -294,6 +333,17 @@ where
                 Ok(Action::requeue(STALLED_RECHECK))
             }
         }
+    }
+}
+
+/// What a wait for `side`'s pause says: on the Cluster API side the infrastructure
+/// object's controller must report it too, when it has one.
+fn waiting_for_paused<K: MigratingPair>(side: Side) -> String {
+    match side {
+        Side::Capi if K::INFRA_REPORTS_PAUSED => {
+            format!("waiting for {side} to report Paused=True, on its object and its infrastructure object")
+        }
+        _ => format!("waiting for {side} to report Paused=True"),
     }
 }
 

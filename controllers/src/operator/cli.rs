@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
-use super::gate::GateSource;
 use super::samples::SamplePlatform;
+use crate::args::NamespaceArgs;
 use crate::convert::ConvertArgs;
+use crate::feature_gate::GateSource;
 
 /// The default lease name (`--leader-election-id`).
 pub const DEFAULT_LEASE_NAME: &str = "machine-sync-controllers";
@@ -315,39 +316,6 @@ pub struct Cli {
     pub admission_policies: bool,
 }
 
-/// `--mapi-namespace` and `--capi-namespace`: the operator's, and the same flags (with the
-/// same environment variables and defaults) for the tools that read what it syncs.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct NamespaceArgs {
-    /// Namespace of the Machine API objects.
-    #[arg(
-        long,
-        env = "SYNC_MAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-machine-api"
-    )]
-    pub mapi_namespace: String,
-
-    /// Namespace of the Cluster API objects and their infrastructure objects.
-    #[arg(
-        long,
-        env = "SYNC_CAPI_NAMESPACE",
-        value_name = "NAMESPACE",
-        default_value = "openshift-cluster-api"
-    )]
-    pub capi_namespace: String,
-}
-
-impl NamespaceArgs {
-    /// The namespaces as the controllers take them.
-    pub fn namespaces(&self) -> sync_core::Namespaces {
-        sync_core::Namespaces {
-            mapi: self.mapi_namespace.clone(),
-            capi: self.capi_namespace.clone(),
-        }
-    }
-}
-
 /// The flags and environment variables that set a listener's address, for messages that
 /// tell how to change it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -511,8 +479,36 @@ impl FromStr for BindAddress {
     }
 }
 
+/// A `--*-duration`, `--*-timeout` or `--*-period` value that is not a duration; clap prints
+/// the message after the flag's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// No number before the unit.
+    #[error("{text:?} is not a duration such as 500ms, 15s or 2m")]
+    NotANumber {
+        /// The value as given (trimmed).
+        text: String,
+    },
+    /// A unit other than `ms`, `s`, `m` or `h`.
+    #[error("{text:?}: unknown unit {unit:?} (use ms, s, m or h)")]
+    UnknownUnit {
+        /// The value as given (trimmed).
+        text: String,
+        /// The unit in it.
+        unit: String,
+    },
+    /// Negative, or too long for a [`Duration`].
+    #[error("{text:?}: {source}")]
+    OutOfRange {
+        /// The value as given (trimmed).
+        text: String,
+        /// Why it is no `Duration`.
+        source: std::time::TryFromFloatSecsError,
+    },
+}
+
 /// Parses `500ms`, `15s`, `2m`, `1h` (or a bare number of seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
     let split = s
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -520,15 +516,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = s.split_at(split);
     let value: f64 = number
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration such as 500ms, 15s or 2m"))?;
+        .map_err(|_| DurationError::NotANumber { text: s.to_owned() })?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+        _ => {
+            return Err(DurationError::UnknownUnit {
+                text: s.to_owned(),
+                unit: unit.to_owned(),
+            });
+        }
     };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{s:?}: {e}"))
+    Duration::try_from_secs_f64(seconds).map_err(|source| DurationError::OutOfRange {
+        text: s.to_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -666,5 +670,24 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("3d").is_err());
         assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn a_bad_duration_says_what_it_should_look_like() {
+        let message = |text: &str| parse_duration(text).err().map(|e| e.to_string());
+        assert_eq!(
+            message(" s ").as_deref(),
+            Some("\"s\" is not a duration such as 500ms, 15s or 2m")
+        );
+        assert_eq!(
+            message("3d").as_deref(),
+            Some("\"3d\": unknown unit \"d\" (use ms, s, m or h)")
+        );
+        let huge = format!("{}h", "9".repeat(30));
+        assert!(
+            message(&huge).is_some_and(|m| m.starts_with(&format!("{huge:?}: "))),
+            "{:?}",
+            message(&huge)
+        );
     }
 }

@@ -3,17 +3,16 @@
 //! and answers `kubectl` on a laptop without a cluster; with the simulated providers
 //! (`crate::simulate`) unless `--simulate-providers=false`.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use envtest::{EnvtestError, TestEnv};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-use std::net::SocketAddr;
 
 use super::cli::{Cli, Listener};
 use super::http::BindError;
 use super::policies;
-use super::run::{Exit, MovablePorts, Operator, OperatorError, Settings};
 use super::samples::{SampleError, SamplePlatform, create_all, load_samples, sample_namespaces};
 use crate::simulate::SimulatedProviders;
 
@@ -56,6 +55,66 @@ impl Embedded {
     /// A client as `user` (one of [`policies::OPERATOR_USER`], [`policies::PROVIDERS_USER`]).
     pub async fn client_as(&self, user: &str) -> Result<kube::Client, EmbeddedError> {
         Ok(self.env.client_as(user).await?)
+    }
+
+    /// A client for the operator, as the user the admission policies exempt.
+    pub async fn operator_client(&self) -> Result<kube::Client, EmbeddedError> {
+        self.client_as(policies::OPERATOR_USER).await
+    }
+
+    /// The simulated providers, when the command line asks for them: they run as the user
+    /// the admission policies exempt, until `shutdown`.
+    pub async fn start_providers(
+        &self,
+        cli: &Cli,
+        shutdown: CancellationToken,
+    ) -> Result<Option<JoinHandle<()>>, EmbeddedError> {
+        if !cli.simulated_providers() {
+            return Ok(None);
+        }
+        let client = self.client_as(policies::PROVIDERS_USER).await?;
+        let providers = SimulatedProviders::new(client, cli.namespaces.namespaces());
+        Ok(Some(tokio::spawn(providers.run(shutdown))))
+    }
+
+    /// Tells the person at the terminal what the server holds, how to reach it with
+    /// kubectl, what runs against it, and where the operator's endpoints are.
+    pub fn print_banner(&self, cli: &Cli, metrics: Option<SocketAddr>, probes: Option<SocketAddr>) {
+        let kubeconfig = self.kubeconfig.display();
+        let platform = cli.embedded_platform;
+        println!(
+            "Embedded API server on {} with {} sample objects of an {} cluster from deploy/examples and deploy/examples/{}.",
+            self.env.url(),
+            self.samples,
+            platform.kinds().platform,
+            platform.dir_name()
+        );
+        if self.policies > 0 {
+            println!(
+                "Admission policies: {} objects from deploy/admission-policies, enforced on kubectl's writes (--admission-policies=false to leave them out).",
+                self.policies
+            );
+        }
+        println!("kubeconfig: {kubeconfig}");
+        println!("Try:");
+        println!("  kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A");
+        println!(
+            "  kubectl --kubeconfig {kubeconfig} get machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,{} -A",
+            capi_infra_resources(platform)
+        );
+        if cli.simulated_providers() {
+            println!(
+                "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, {}s (--simulate-providers=false to turn them off).",
+                platform.kinds().machine
+            );
+        }
+        if let Some(address) = metrics {
+            println!("metrics: http://{address}/metrics");
+        }
+        if let Some(address) = probes {
+            println!("readiness: http://{address}/readyz");
+        }
+        println!("Stop with Ctrl-C.");
     }
 }
 
@@ -130,67 +189,4 @@ fn capi_infra_resources(platform: SamplePlatform) -> String {
         SamplePlatform::Aws => format!("devmachines,{}", platform.infra_machines()),
         SamplePlatform::OpenStack => platform.infra_machines().to_owned(),
     }
-}
-
-/// `--embedded`: start, print how to reach the server, run the controllers against it
-/// (no leader election) until a signal.
-pub async fn run(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
-    let embedded = start(cli).await?;
-    let settings = Settings::from_cli(cli);
-    // The operator and the providers run as the users the admission policies exempt.
-    let providers = if cli.simulated_providers() {
-        let client = embedded.client_as(policies::PROVIDERS_USER).await?;
-        let providers = SimulatedProviders::new(client, settings.namespaces.clone());
-        Some(tokio::spawn(providers.run(shutdown.clone())))
-    } else {
-        None
-    };
-    // The default metrics and probe ports give way to free ones when busy (a second
-    // `--embedded` on the same machine); the lines below print the ones in use.
-    let ports = MovablePorts::from_cli(cli);
-    let client = embedded.client_as(policies::OPERATOR_USER).await?;
-    let operator = Operator::start_with_ports(client, settings, shutdown.clone(), ports).await?;
-    let kubeconfig = embedded.kubeconfig.display();
-    let platform = cli.embedded_platform;
-    println!(
-        "Embedded API server on {} with {} sample objects of an {} cluster from deploy/examples and deploy/examples/{}.",
-        embedded.env.url(),
-        embedded.samples,
-        platform.kinds().platform,
-        platform.dir_name()
-    );
-    if embedded.policies > 0 {
-        println!(
-            "Admission policies: {} objects from deploy/admission-policies, enforced on kubectl's writes (--admission-policies=false to leave them out).",
-            embedded.policies
-        );
-    }
-    println!("kubeconfig: {kubeconfig}");
-    println!("Try:");
-    println!("  kubectl --kubeconfig {kubeconfig} get machines.machine.openshift.io -A");
-    println!(
-        "  kubectl --kubeconfig {kubeconfig} get machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,{} -A",
-        capi_infra_resources(platform)
-    );
-    if providers.is_some() {
-        println!(
-            "Simulated providers: Machine API machines and MachineSets, Cluster API Machines and MachineSets, {}s (--simulate-providers=false to turn them off).",
-            platform.kinds().machine
-        );
-    }
-    if let Some(address) = operator.metrics_address() {
-        println!("metrics: http://{address}/metrics");
-    }
-    if let Some(address) = operator.probe_address() {
-        println!("readiness: http://{address}/readyz");
-    }
-    println!("Stop with Ctrl-C.");
-    let exit = operator.wait().await;
-    if let Some(providers) = providers {
-        // They stop on the same signal; a failed or cancelled task only ends them sooner.
-        shutdown.cancel();
-        let _ = providers.await;
-    }
-    embedded.env.stop().await;
-    exit
 }

@@ -205,7 +205,7 @@ impl Metrics {
     /// Records whether the `MachineAPIMigration` gate lets the controllers run.
     pub fn set_gate(&self, enabled: bool) {
         self.gate
-            .get_or_create(&[("gate", crate::operator::gate::GATE)])
+            .get_or_create(&[("gate", crate::feature_gate::GATE)])
             .set(i64::from(enabled));
     }
 

@@ -6,7 +6,6 @@
 pub mod cli;
 #[cfg(feature = "embedded")]
 pub mod embedded;
-pub mod gate;
 pub mod health;
 pub mod http;
 pub mod leader;

@@ -9,13 +9,14 @@
 //! a successor may start) and the process exits 1, as controller-runtime managers do: the
 //! kubelet restarts it as a fresh standby with empty caches.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Event, EventType, Reporter};
 use sync_core::events::Recorder;
 use sync_core::observe::Observer;
@@ -24,13 +25,14 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cli::{Cli, Listener};
-use super::gate::{self, GateSource};
 use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
 use super::metrics::{CacheCount, Metrics};
 use super::requests;
 use super::shutdown::{Deadlines, ShutdownBudget};
+use crate::client::{ClientError, client_from};
+use crate::feature_gate::{self, GateSource};
 use crate::machine::{MachineHooks, MachineSync};
 use crate::machine_set::{MachineSetHooks, MachineSetSync};
 use crate::migration::{
@@ -47,15 +49,9 @@ const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/servicea
 /// The operator could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
-    /// The kubeconfig could not be read or used.
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    /// Neither a kubeconfig nor the in-cluster configuration was found.
+    /// No client for the cluster (kubeconfig, in-cluster configuration).
     #[error(transparent)]
-    Infer(#[from] kube::config::InferConfigError),
-    /// The client could not be built from the configuration.
-    #[error("cannot build the Kubernetes client: {0}")]
-    Client(#[source] kube::Error),
+    Client(#[from] ClientError),
     /// Leader election is misconfigured.
     #[error(transparent)]
     Lease(#[from] LeaseError),
@@ -139,15 +135,29 @@ pub fn default_platforms() -> Vec<String> {
     vec!["AWS".to_owned(), "OpenStack".to_owned()]
 }
 
+/// The cluster's platform is not one the sync runs on (`--platforms`): its Machines and
+/// MachineSets are left alone, and the message says which flag to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "platform {platform:?} is not in --platforms ({listed}); add it to sync and migrate its machines",
+    listed = .platforms.join(",")
+)]
+pub struct PlatformNotEnabled {
+    /// The cluster's platform.
+    pub platform: String,
+    /// `--platforms`.
+    pub platforms: Vec<String>,
+}
+
 /// Whether the sync runs on `platform`: it must be listed in `--platforms`; why not, if not.
-pub fn platform_enabled(platforms: &[String], platform: &str) -> Result<(), String> {
+pub fn platform_enabled(platforms: &[String], platform: &str) -> Result<(), PlatformNotEnabled> {
     if platforms.iter().any(|p| p == platform) {
         return Ok(());
     }
-    Err(format!(
-        "platform {platform:?} is not in --platforms ({}); add it to sync and migrate its machines",
-        platforms.join(",")
-    ))
+    Err(PlatformNotEnabled {
+        platform: platform.to_owned(),
+        platforms: platforms.to_vec(),
+    })
 }
 
 impl Settings {
@@ -223,122 +233,13 @@ pub async fn client(cli: &Cli) -> Result<Client, OperatorError> {
         .client)
 }
 
-/// A client, and where it connects: what the tools (`status`, `convert --from-cluster`,
-/// `samples`) need to say which server they could not reach and how to point them at
-/// another.
-#[derive(Clone)]
-pub struct Connection {
-    /// The client.
-    pub client: Client,
-    /// The API server's URL.
-    pub url: String,
-    /// Where the configuration came from (`kubeconfig /path, context c`, `the in-cluster
-    /// service account`).
-    pub source: String,
-}
-
-impl Connection {
-    /// What a failed request means to the person who ran the command: for a server that
-    /// could not be reached, its URL, the cause and what to do; for an answer, the
-    /// server's message and code.
-    pub fn explain(&self, error: &kube::Error) -> String {
-        let Self { url, source, .. } = self;
-        match error {
-            kube::Error::Api(response) => format!(
-                "the API server at {url} answered {} {}: {}",
-                response.code, response.reason, response.message
-            ),
-            kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
-                "cannot connect to the API server at {url} (from {source}): {}; is it running? \
-                 Start it, or point --kubeconfig and --context at one that is",
-                root_cause(error)
-            ),
-            other => format!("talking to the API server at {url} (from {source}): {other}"),
-        }
-    }
-}
-
-/// The innermost error of a chain (for a refused connection: `Connection refused (os error
-/// 111)`, not hyper's `client error (Connect)`).
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
-}
-
-/// Where [`client_from`]'s configuration comes from, in words.
-fn config_source(kubeconfig: Option<&std::path::Path>, context: Option<&str>) -> String {
-    let file = match kubeconfig {
-        Some(path) => Some(format!("kubeconfig {}", path.display())),
-        None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-            Some(paths) => Some(format!("kubeconfig $KUBECONFIG={}", paths.to_string_lossy())),
-            None => {
-                let default = std::env::var_os("HOME")
-                    .map(|home| std::path::PathBuf::from(home).join(".kube/config"))
-                    .filter(|path| path.exists());
-                default.map(|path| format!("kubeconfig {}", path.display()))
-            }
-        },
-    };
-    match (file, context) {
-        (Some(file), Some(context)) => format!("{file}, context {context}"),
-        (Some(file), None) => file,
-        (None, Some(context)) => format!("context {context}"),
-        (None, None) => "the in-cluster service account".to_owned(),
-    }
-}
-
-/// `--kubeconfig` and `--context` of the tools that read or load a cluster (`status`,
-/// `samples`); the operator's own take environment variables too.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct KubeconfigArgs {
-    /// Kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<std::path::PathBuf>,
-    /// Kubeconfig context.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-}
-
-impl KubeconfigArgs {
-    /// A client for the cluster these name (an unreachable one's error names its URL).
-    pub async fn connect(&self) -> Result<Connection, OperatorError> {
-        client_from(self.kubeconfig.as_deref(), self.context.as_deref()).await
-    }
-}
-
-/// A client from a kubeconfig file and context, with [`client`]'s fallbacks, and where it
-/// connects.
-pub async fn client_from(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> Result<Connection, OperatorError> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..KubeConfigOptions::default()
-    };
-    let config = match (kubeconfig, context) {
-        (Some(path), _) => {
-            kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await?
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options).await?,
-        (None, None) => kube::Config::infer().await?,
-    };
-    let url = config.cluster_url.to_string();
-    let source = config_source(kubeconfig, context);
-    let client = Client::try_from(config).map_err(OperatorError::Client)?;
-    Ok(Connection { client, url, source })
-}
-
 /// Runs the operator the command line describes until a signal (or a lost Lease).
 pub async fn run(cli: Cli) -> Result<Exit, OperatorError> {
     let shutdown = CancellationToken::new();
     let _signals = stop_on_signals(shutdown.clone())?;
     if cli.embedded {
         #[cfg(feature = "embedded")]
-        return super::embedded::run(&cli, shutdown).await;
+        return run_embedded(&cli, shutdown).await;
         #[cfg(not(feature = "embedded"))]
         return Err(OperatorError::EmbeddedUnavailable);
     }
@@ -352,6 +253,29 @@ pub async fn run(cli: Cli) -> Result<Exit, OperatorError> {
         );
     }
     Operator::start(client, settings, shutdown).await?.wait().await
+}
+
+/// `--embedded`: start the in-process API server (and the simulated providers), print how
+/// to reach it, and run the controllers against it (no leader election) until a signal.
+#[cfg(feature = "embedded")]
+async fn run_embedded(cli: &Cli, shutdown: CancellationToken) -> Result<Exit, OperatorError> {
+    let embedded = super::embedded::start(cli).await?;
+    let settings = Settings::from_cli(cli);
+    let providers = embedded.start_providers(cli, shutdown.clone()).await?;
+    // The default metrics and probe ports give way to free ones when busy (a second
+    // `--embedded` on the same machine); the banner prints the ones in use.
+    let ports = MovablePorts::from_cli(cli);
+    let client = embedded.operator_client().await?;
+    let operator = Operator::start_with_ports(client, settings, shutdown.clone(), ports).await?;
+    embedded.print_banner(cli, operator.metrics_address(), operator.probe_address());
+    let exit = operator.wait().await;
+    if let Some(providers) = providers {
+        // They stop on the same signal; a failed or cancelled task only ends them sooner.
+        shutdown.cancel();
+        let _ = providers.await;
+    }
+    embedded.env.stop().await;
+    exit
 }
 
 /// Cancels `shutdown` on the first SIGTERM or SIGINT; a second one exits at once.
@@ -435,74 +359,10 @@ impl Operator {
             .as_deref()
             .map(super::upstream::UpstreamLease::parse)
             .transpose()?;
-        let config = SyncConfig {
-            namespaces: settings.namespaces.clone(),
-            concurrency: settings.concurrency,
-            instance: Some(settings.replica.clone()),
-            ..SyncConfig::default()
-        };
-        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
-        infra_config.versions = crate::platform::infra_versions();
-        infra_config.instance = Some(settings.replica.clone());
-        let infra = InfraTracker::new(client.clone(), infra_config);
-        let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));
-        let health = Health::new(Vec::new());
-        let wiring = Wiring {
-            client: client.clone(),
-            config,
-            infra,
-            metrics: metrics.clone(),
-            health: health.clone(),
-            migration: settings.migration.clone(),
-            checkpoint_namespace: settings.checkpoint_namespace.clone(),
-            instance: settings.replica.clone(),
-            gate: settings.gate,
-            release_version: settings.release_version.clone(),
-            upstream,
-            platforms: settings.platforms.clone(),
-        };
-
+        let wiring = Wiring::new(client.clone(), &settings, upstream);
+        let (metrics, health) = (wiring.metrics.clone(), wiring.health.clone());
         let http_stop = CancellationToken::new();
-        let mut servers = Vec::new();
-        let mut metrics_address = None;
-        let mut probe_address = None;
-        // One listener for both when they share an address (port 0 means two free ports).
-        let same = settings
-            .metrics_address
-            .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
-        if let Some(address) = settings.metrics_address {
-            let which = if same {
-                Listener::MetricsAndProbes
-            } else {
-                Listener::Metrics
-            };
-            let listener = http::bind_or_move(address, which, ports.metrics).await?;
-            let local = listener.local_addr().unwrap_or(address);
-            metrics_address = Some(local);
-            let routes = Routes {
-                metrics: Some(metrics.clone()),
-                health: same.then(|| health.clone()),
-            };
-            tracing::info!(address = %local, "serving metrics on http://{local}/metrics");
-            servers.push(http::serve(listener, routes, http_stop.clone()));
-        }
-        if same {
-            probe_address = metrics_address;
-        } else if let Some(address) = settings.probe_address {
-            let listener = http::bind_or_move(address, Listener::Probes, ports.probes).await?;
-            let local = listener.local_addr().unwrap_or(address);
-            probe_address = Some(local);
-            let routes = Routes {
-                metrics: None,
-                health: Some(health.clone()),
-            };
-            tracing::info!(address = %local, "serving probes on http://{local}/healthz and /readyz");
-            servers.push(http::serve(listener, routes, http_stop.clone()));
-        }
-        if same {
-            tracing::info!("serving probes on the metrics address");
-        }
-
+        let endpoints = serve_endpoints(&settings, ports, &metrics, &health, &http_stop).await?;
         let budget = ShutdownBudget::new(settings.shutdown_grace, settings.leader_election.as_ref());
         let driver = tokio::spawn(drive(
             client,
@@ -516,11 +376,11 @@ impl Operator {
         Ok(Self {
             metrics,
             health,
-            metrics_address,
-            probe_address,
+            metrics_address: endpoints.metrics_address,
+            probe_address: endpoints.probe_address,
             shutdown,
             http_stop,
-            servers,
+            servers: endpoints.servers,
             driver,
         })
     }
@@ -585,6 +445,68 @@ impl Operator {
     }
 }
 
+/// The HTTP endpoints as bound: where they serve (with the ports actually bound), and
+/// their servers, which [`Operator::wait`] stops last.
+struct Endpoints {
+    metrics_address: Option<SocketAddr>,
+    probe_address: Option<SocketAddr>,
+    servers: Vec<JoinHandle<()>>,
+}
+
+/// Binds and serves `/metrics` and the probes where the settings say, until `stop`: one
+/// listener for both when they share an address (port 0 means two free ports).
+async fn serve_endpoints(
+    settings: &Settings,
+    ports: MovablePorts,
+    metrics: &Arc<Metrics>,
+    health: &Health,
+    stop: &CancellationToken,
+) -> Result<Endpoints, OperatorError> {
+    let mut servers = Vec::new();
+    let mut metrics_address = None;
+    let mut probe_address = None;
+    let same = settings
+        .metrics_address
+        .is_some_and(|a| a.port() != 0 && Some(a) == settings.probe_address);
+    if let Some(address) = settings.metrics_address {
+        let which = if same {
+            Listener::MetricsAndProbes
+        } else {
+            Listener::Metrics
+        };
+        let listener = http::bind_or_move(address, which, ports.metrics).await?;
+        let local = listener.local_addr().unwrap_or(address);
+        metrics_address = Some(local);
+        let routes = Routes {
+            metrics: Some(metrics.clone()),
+            health: same.then(|| health.clone()),
+        };
+        tracing::info!(address = %local, "serving metrics on http://{local}/metrics");
+        servers.push(http::serve(listener, routes, stop.clone()));
+    }
+    if same {
+        probe_address = metrics_address;
+    } else if let Some(address) = settings.probe_address {
+        let listener = http::bind_or_move(address, Listener::Probes, ports.probes).await?;
+        let local = listener.local_addr().unwrap_or(address);
+        probe_address = Some(local);
+        let routes = Routes {
+            metrics: None,
+            health: Some(health.clone()),
+        };
+        tracing::info!(address = %local, "serving probes on http://{local}/healthz and /readyz");
+        servers.push(http::serve(listener, routes, stop.clone()));
+    }
+    if same {
+        tracing::info!("serving probes on the metrics address");
+    }
+    Ok(Endpoints {
+        metrics_address,
+        probe_address,
+        servers,
+    })
+}
+
 /// What building the controllers takes: they are built afresh each time the feature gate
 /// lets them run, and dropped (caches and all) when it stops them.
 struct Wiring {
@@ -604,10 +526,42 @@ struct Wiring {
 }
 
 impl Wiring {
+    /// What the settings ask for: the controllers' configuration, the infrastructure
+    /// tracker (at the versions the conversions speak), and fresh metrics and readiness
+    /// that the operator's endpoints serve.
+    fn new(client: Client, settings: &Settings, upstream: Option<super::upstream::UpstreamLease>) -> Self {
+        let config = SyncConfig {
+            namespaces: settings.namespaces.clone(),
+            concurrency: settings.concurrency,
+            instance: Some(settings.replica.clone()),
+            ..SyncConfig::default()
+        };
+        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
+        infra_config.versions = crate::platform::infra_versions();
+        infra_config.instance = Some(settings.replica.clone());
+        let infra = InfraTracker::new(client.clone(), infra_config);
+        let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));
+        let health = Health::new(Vec::new());
+        Self {
+            client,
+            config,
+            infra,
+            metrics,
+            health,
+            migration: settings.migration.clone(),
+            checkpoint_namespace: settings.checkpoint_namespace.clone(),
+            instance: settings.replica.clone(),
+            gate: settings.gate,
+            release_version: settings.release_version.clone(),
+            upstream,
+            platforms: settings.platforms.clone(),
+        }
+    }
+
     /// Runs the controllers while the `MachineAPIMigration` gate is enabled, until `stop`:
     /// started when it turns on, stopped (in-flight reconciles finished) when it turns off.
     async fn run_gated(self, stop: CancellationToken) {
-        let mut gate = gate::follow(
+        let mut gate = feature_gate::follow(
             self.client.clone(),
             self.gate,
             self.release_version.clone(),
@@ -837,7 +791,8 @@ impl Controllers {
         cluster
             .read_infra_cluster(&self.client, &self.machines.namespaces().capi)
             .await;
-        let enabled = platform_enabled(&self.platforms, &cluster.platform);
+        // The reason goes into a log line and an Event's note: words, whichever check failed.
+        let enabled = platform_enabled(&self.platforms, &cluster.platform).map_err(|e| e.to_string());
         let platform = match enabled.and_then(|()| crate::platform::for_cluster(&cluster)) {
             Ok(platform) => platform,
             Err(reason) => {
@@ -885,51 +840,91 @@ async fn drive(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> (Exit, Option<Deadlines>) {
-    if let Some(upstream) = controllers.upstream.clone() {
-        tokio::select! {
-            checked = upstream.wait_until_clear(&client) => if let Err(running) = checked {
-                health.set_phase(Phase::Stopping);
-                return (Exit::UpstreamRunning(running.to_string()), None);
-            },
-            () = shutdown.cancelled() => {
-                health.set_phase(Phase::Stopping);
-                return (Exit::Shutdown, None);
-            }
-        }
+    if let Some(exit) = wait_for_upstream(controllers.upstream.as_ref(), &client, &health, &shutdown).await {
+        return (exit, None);
     }
     let mut elector = lease.map(|settings| LeaderElector::new(client, settings));
-    if let Some(elector) = elector.as_mut() {
-        health.set_phase(Phase::Standby);
-        tokio::select! {
-            () = elector.acquire() => {}
-            () = shutdown.cancelled() => {
-                health.set_phase(Phase::Stopping);
-                tracing::info!("stopped while waiting for the leader lease");
-                return (Exit::Shutdown, None);
-            }
-        }
+    if let Some(elector) = elector.as_mut()
+        && !acquire(elector, &health, &shutdown).await
+    {
+        return (Exit::Shutdown, None);
     }
     metrics.set_leader(true);
     health.set_phase(Phase::Leading);
+    let (exit, signalled) = lead(
+        controllers,
+        elector.as_mut(),
+        &budget,
+        &health,
+        &metrics,
+        &shutdown,
+    )
+    .await;
+    // Without a signal (the controllers ended on their own) the clock starts now.
+    let deadlines = match (&exit, signalled) {
+        (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
+        (Exit::Shutdown, some) => some,
+        (Exit::LeadershipLost(_) | Exit::UpstreamRunning(_), _) => None,
+    };
+    health.set_phase(Phase::Stopping);
+    metrics.set_leader(false);
+    if let (Some(deadlines), Some(elector)) = (deadlines, elector.as_mut()) {
+        release(elector, deadlines, &budget).await;
+    }
+    (exit, deadlines)
+}
 
+/// Nothing starts while upstream's migration controllers run the same sync: waits until
+/// their Lease is free. How the replica ends instead, if they run or a signal comes first.
+async fn wait_for_upstream(
+    upstream: Option<&super::upstream::UpstreamLease>,
+    client: &Client,
+    health: &Health,
+    shutdown: &CancellationToken,
+) -> Option<Exit> {
+    let upstream = upstream?;
+    let exit = tokio::select! {
+        checked = upstream.wait_until_clear(client) => match checked {
+            Ok(()) => return None,
+            Err(running) => Exit::UpstreamRunning(running.to_string()),
+        },
+        () = shutdown.cancelled() => Exit::Shutdown,
+    };
+    health.set_phase(Phase::Stopping);
+    Some(exit)
+}
+
+/// A standby replica waits for the Lease; `false` when a signal came first.
+async fn acquire(elector: &mut LeaderElector, health: &Health, shutdown: &CancellationToken) -> bool {
+    health.set_phase(Phase::Standby);
+    tokio::select! {
+        () = elector.acquire() => true,
+        () = shutdown.cancelled() => {
+            health.set_phase(Phase::Stopping);
+            tracing::info!("stopped while waiting for the leader lease");
+            false
+        }
+    }
+}
+
+/// Runs the controllers until they end, the controllers' share of a signal's budget is
+/// spent, or the Lease is lost. How it ended and, after a signal, the shutdown's deadlines.
+async fn lead(
+    controllers: Wiring,
+    elector: Option<&mut LeaderElector>,
+    budget: &ShutdownBudget,
+    health: &Health,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> (Exit, Option<Deadlines>) {
     let stop = shutdown.child_token();
     let run = controllers.run_gated(stop.clone());
     tokio::pin!(run);
-    // Once shutdown is asked for, the budget's clock runs; the controllers get their share.
     let mut deadlines = None;
-    let overdue = async {
-        shutdown.cancelled().await;
-        let started = budget.deadlines(tokio::time::Instant::now());
-        deadlines = Some(started);
-        tokio::time::sleep_until(started.controllers).await;
-        tracing::warn!(
-            grace = ?budget.controllers(),
-            "the controllers did not stop in time; abandoning in-flight work"
-        );
-    };
     let exit = {
+        let overdue = overdue_after_signal(shutdown, budget, &mut deadlines);
         tokio::pin!(overdue);
-        match elector.as_mut() {
+        match elector {
             None => {
                 // `overdue` first, so it has seen the signal (and started the budget's
                 // clock) by the time the controllers' end is seen.
@@ -940,53 +935,77 @@ async fn drive(
                 }
                 Exit::Shutdown
             }
-            Some(elector) => {
-                // A successor may start once our last record is a lease duration old; we
-                // give up renewing a retry period plus the renew deadline after it.
-                let settings = elector.settings();
-                let grace = settings
-                    .lease_duration
-                    .saturating_sub(settings.renew_deadline + settings.retry_period);
-                tokio::select! {
-                    biased;
-                    () = &mut overdue => Exit::Shutdown,
-                    () = &mut run => Exit::Shutdown,
-                    lost = elector.hold() => {
-                        metrics.set_leader(false);
-                        health.set_phase(Phase::Stopping);
-                        tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
-                        stop.cancel();
-                        if tokio::time::timeout(grace, &mut run).await.is_err() {
-                            tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
-                        }
-                        Exit::LeadershipLost(lost.0)
-                    }
-                }
-            }
+            Some(elector) => hold(elector, run.as_mut(), overdue.as_mut(), &stop, health, metrics).await,
         }
     };
-    // Without a signal (the controllers ended on their own) the clock starts now.
-    let deadlines = match (&exit, deadlines) {
-        (Exit::Shutdown, None) => Some(budget.deadlines(tokio::time::Instant::now())),
-        (Exit::Shutdown, some) => some,
-        (Exit::LeadershipLost(_) | Exit::UpstreamRunning(_), _) => None,
-    };
-    health.set_phase(Phase::Stopping);
-    metrics.set_leader(false);
-    if let (Some(deadlines), Some(elector)) = (deadlines, elector.as_mut()) {
-        let by = deadlines
-            .release
-            .min(tokio::time::Instant::now() + elector.settings().renew_deadline);
-        match tokio::time::timeout_at(by, elector.release()).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
-            Err(_) => tracing::warn!(
-                budget = ?budget.total,
-                "releasing the leader lease did not finish within the shutdown budget; it will expire"
-            ),
+    (exit, deadlines)
+}
+
+/// Once shutdown is asked for, the budget's clock runs: records its deadlines, then ends
+/// when the controllers' share is spent.
+async fn overdue_after_signal(
+    shutdown: &CancellationToken,
+    budget: &ShutdownBudget,
+    deadlines: &mut Option<Deadlines>,
+) {
+    shutdown.cancelled().await;
+    let started = budget.deadlines(tokio::time::Instant::now());
+    *deadlines = Some(started);
+    tokio::time::sleep_until(started.controllers).await;
+    tracing::warn!(
+        grace = ?budget.controllers(),
+        "the controllers did not stop in time; abandoning in-flight work"
+    );
+}
+
+/// Leads while the Lease is held (`overdue` first, as without one). Losing it stops the
+/// controllers at once: in-flight reconciles get only what is left before a successor may
+/// start.
+async fn hold(
+    elector: &mut LeaderElector,
+    mut run: Pin<&mut impl Future<Output = ()>>,
+    mut overdue: Pin<&mut impl Future<Output = ()>>,
+    stop: &CancellationToken,
+    health: &Health,
+    metrics: &Metrics,
+) -> Exit {
+    // A successor may start once our last record is a lease duration old; we give up
+    // renewing a retry period plus the renew deadline after it.
+    let settings = elector.settings();
+    let grace = settings
+        .lease_duration
+        .saturating_sub(settings.renew_deadline + settings.retry_period);
+    tokio::select! {
+        biased;
+        () = &mut overdue => Exit::Shutdown,
+        () = &mut run => Exit::Shutdown,
+        lost = elector.hold() => {
+            metrics.set_leader(false);
+            health.set_phase(Phase::Stopping);
+            tracing::error!(reason = %lost, "leadership lost; stopping the controllers");
+            stop.cancel();
+            if tokio::time::timeout(grace, &mut run).await.is_err() {
+                tracing::warn!(?grace, "in-flight reconciles did not finish in time; abandoning them");
+            }
+            Exit::LeadershipLost(lost.0)
         }
     }
-    (exit, deadlines)
+}
+
+/// Releases the Lease so that a successor starts at once, within the shutdown budget's
+/// share (else it expires).
+async fn release(elector: &mut LeaderElector, deadlines: Deadlines, budget: &ShutdownBudget) {
+    let by = deadlines
+        .release
+        .min(tokio::time::Instant::now() + elector.settings().renew_deadline);
+    match tokio::time::timeout_at(by, elector.release()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not release the leader lease; it will expire"),
+        Err(_) => tracing::warn!(
+            budget = ?budget.total,
+            "releasing the leader lease did not finish within the shutdown budget; it will expire"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -998,7 +1017,10 @@ mod tests {
         let defaults = default_platforms();
         assert_eq!(platform_enabled(&defaults, "AWS"), Ok(()));
         assert_eq!(platform_enabled(&defaults, "OpenStack"), Ok(()));
-        let refused = platform_enabled(&defaults, "PowerVS").err().unwrap_or_default();
+        let refused = platform_enabled(&defaults, "PowerVS")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(
             refused,
             "platform \"PowerVS\" is not in --platforms (AWS,OpenStack); add it to sync and migrate its machines"

@@ -15,6 +15,8 @@ use kube::discovery::Scope;
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
+use crate::args::{KubeconfigArgs, NamespaceArgs};
+
 /// A sample could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SampleError {
@@ -107,11 +109,11 @@ impl SamplePlatform {
 pub struct SamplesArgs {
     /// The cluster to load them into.
     #[command(flatten)]
-    pub cluster: super::run::KubeconfigArgs,
+    pub cluster: KubeconfigArgs,
     /// Where the samples are written to: the operator's flags, environment variables and
     /// defaults (the samples' own namespaces are renamed to these).
     #[command(flatten)]
-    pub namespaces: super::cli::NamespaceArgs,
+    pub namespaces: NamespaceArgs,
     /// The directory of sample manifests: its `*.yaml` and those of its `<platform>/`.
     #[arg(long, value_name = "DIR", default_value_os_t = deploy_dir().join("examples"))]
     pub dir: PathBuf,

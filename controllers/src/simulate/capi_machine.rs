@@ -19,7 +19,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
-use sync_core::api::capi::Machine;
+use sync_core::api::capi::{Machine, MachineStatus};
 
 use super::capi_machine_set::{CLUSTER_NAME_LABEL, paused_condition};
 use super::conditions::{Condition, Conditions};
@@ -65,10 +65,9 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     let status = machine.status.clone().unwrap_or_default();
-    let generation = machine.meta().generation;
     let mut conditions = Conditions::from_list(&status.conditions);
     let paused = has_paused_annotation(machine.as_ref());
-    conditions.set(&paused_condition(paused, "Machine", generation));
+    conditions.set(&paused_condition(paused, "Machine", machine.meta().generation));
     if conditions.changed() {
         ctx.patch_status(
             &machines,
@@ -95,39 +94,74 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         tracing::debug!(machine = %machine.name_any(), infra = %reference.name, "waiting for the InfraMachine");
         return Ok(Action::requeue(POLL));
     };
-    if !owns(&machine, &infra) || infra.labels().get(CLUSTER_NAME_LABEL) != Some(&machine.spec.cluster_name) {
-        if let Some(other) = infra
-            .owner_references()
-            .iter()
-            .find(|o| o.controller == Some(true) && Some(&o.uid) != machine.uid().as_ref())
-        {
-            return Err(Error::Invalid(format!(
-                "{} {} is already controlled by {} {}",
-                reference.kind, reference.name, other.kind, other.name
-            )));
-        }
-        let mut owners: Vec<Value> = infra
-            .owner_references()
-            .iter()
-            .filter(|o| Some(&o.uid) != machine.uid().as_ref())
-            .filter(|o| !(o.kind == "MachineSet" && o.api_version.starts_with("cluster.x-k8s.io/")))
-            .filter_map(|o| serde_json::to_value(o).ok())
-            .collect();
-        owners.extend(
-            machine
-                .controller_owner_ref(&())
-                .and_then(|o| serde_json::to_value(o).ok()),
-        );
-        let patch = json!({ "metadata": {
-            "ownerReferences": owners,
-            "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name },
-        }});
-        ctx.patch(&infra_api, &infra, patch).await?;
+    adopt(&machine, &infra, &infra_api, &ctx).await?;
+    if copy_from_infra_machine(&machines, &machine, &infra, &ctx).await? {
+        return Ok(Action::await_change());
     }
+    update_status(&machines, &machine, &infra, &status, conditions, &ctx).await?;
+    Ok(Action::await_change())
+}
 
-    // What the InfraMachine reports.
-    let provisioned = infra.data["status"]["initialization"]["provisioned"].as_bool() == Some(true)
-        || infra.data["status"]["ready"].as_bool() == Some(true);
+/// Makes the Machine the InfraMachine's controller owner and labels it with the cluster
+/// name, as Cluster API does (dropping a MachineSet's owner reference); refused while
+/// another object controls it.
+async fn adopt(
+    machine: &Machine,
+    infra: &DynamicObject,
+    infra_api: &Api<DynamicObject>,
+    ctx: &Ctx,
+) -> Result<(), Error> {
+    if owns(machine, infra) && infra.labels().get(CLUSTER_NAME_LABEL) == Some(&machine.spec.cluster_name) {
+        return Ok(());
+    }
+    if let Some(other) = infra
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && Some(&o.uid) != machine.uid().as_ref())
+    {
+        let reference = &machine.spec.infrastructure_ref;
+        return Err(Error::Invalid(format!(
+            "{} {} is already controlled by {} {}",
+            reference.kind, reference.name, other.kind, other.name
+        )));
+    }
+    let mut owners: Vec<Value> = infra
+        .owner_references()
+        .iter()
+        .filter(|o| Some(&o.uid) != machine.uid().as_ref())
+        .filter(|o| !(o.kind == "MachineSet" && o.api_version.starts_with("cluster.x-k8s.io/")))
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect();
+    owners.extend(
+        machine
+            .controller_owner_ref(&())
+            .and_then(|o| serde_json::to_value(o).ok()),
+    );
+    let patch = json!({ "metadata": {
+        "ownerReferences": owners,
+        "labels": { CLUSTER_NAME_LABEL: machine.spec.cluster_name },
+    }});
+    ctx.patch(infra_api, infra, patch).await?;
+    Ok(())
+}
+
+/// Whether the InfraMachine reports its instance provisioned (the contract's
+/// `status.initialization.provisioned`, or the older `status.ready`).
+fn infra_machine_provisioned(infra: &DynamicObject) -> bool {
+    infra.data["status"]["initialization"]["provisioned"].as_bool() == Some(true)
+        || infra.data["status"]["ready"].as_bool() == Some(true)
+}
+
+/// Labels the Machine with its cluster's name and, once the InfraMachine is provisioned,
+/// copies its providerID into the spec. `true` when it wrote: that write's event starts
+/// the next step.
+async fn copy_from_infra_machine(
+    machines: &Api<Machine>,
+    machine: &Machine,
+    infra: &DynamicObject,
+    ctx: &Ctx,
+) -> Result<bool, Error> {
+    let provisioned = infra_machine_provisioned(infra);
     let infra_provider_id = infra.data["spec"]["providerID"]
         .as_str()
         .filter(|id| !id.is_empty());
@@ -140,13 +174,25 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     {
         patch["spec"] = json!({ "providerID": provider_id });
     }
-    if patch != json!({}) {
-        ctx.patch(&machines, &machine, patch).await?;
-        return Ok(Action::await_change());
+    if patch == json!({}) {
+        return Ok(false);
     }
+    ctx.patch(machines, machine, patch).await?;
+    Ok(true)
+}
 
+/// The status Cluster API keeps: phase, the v1beta2 conditions, initialization, the
+/// InfraMachine's addresses and the Node once it joined. Written only when it changed.
+async fn update_status(
+    machines: &Api<Machine>,
+    machine: &Machine,
+    infra: &DynamicObject,
+    status: &MachineStatus,
+    mut conditions: Conditions,
+    ctx: &Ctx,
+) -> Result<(), Error> {
     let bootstrapped = machine.spec.bootstrap.data_secret_name.is_some();
-    let infra_provisioned = provisioned && machine.spec.provider_id.is_some();
+    let infra_provisioned = infra_machine_provisioned(infra) && machine.spec.provider_id.is_some();
     let addresses = infra.data["status"]["addresses"].clone();
     // The Node joins once the provisioned infrastructure is recorded (a reconcile later,
     // as a real Node registers after its instance boots).
@@ -157,9 +203,43 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         == Some(true);
     let node = match &status.node_ref {
         Some(node) => Some(node.name.clone()),
-        None => (infra_provisioned && recorded).then(|| node_name(&addresses, &machine)),
+        None => (infra_provisioned && recorded).then(|| node_name(&addresses, machine)),
     };
-    // Cluster API's setMachinePhase, in its order.
+    let phase = phase(bootstrapped, infra_provisioned, machine, node.is_some());
+    set_conditions(
+        &mut conditions,
+        machine.meta().generation,
+        bootstrapped,
+        infra_provisioned,
+        node.is_some(),
+    );
+    let mut update = json!({
+        "phase": phase,
+        "observedGeneration": machine.meta().generation,
+        "initialization": {
+            "bootstrapDataSecretCreated": bootstrapped,
+            "infrastructureProvisioned": infra_provisioned,
+        },
+    });
+    if infra_provisioned && addresses.is_array() {
+        update["addresses"] = addresses;
+    }
+    if let Some(node) = node {
+        update["nodeRef"] = json!({ "name": node });
+    }
+    let current = serde_json::to_value(status).unwrap_or_default();
+    let unchanged = update
+        .as_object()
+        .is_some_and(|fields| fields.iter().all(|(key, value)| current[key] == *value));
+    if !unchanged || conditions.changed() {
+        update["conditions"] = conditions.into_json();
+        ctx.patch_status(machines, machine, update).await?;
+    }
+    Ok(())
+}
+
+/// The phase, as Cluster API's setMachinePhase decides it, in its order.
+fn phase(bootstrapped: bool, infra_provisioned: bool, machine: &Machine, has_node: bool) -> &'static str {
     let mut phase = "Pending";
     if bootstrapped && !infra_provisioned {
         phase = "Provisioning";
@@ -167,10 +247,21 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
     if machine.spec.provider_id.is_some() {
         phase = "Provisioned";
     }
-    if node.is_some() && infra_provisioned {
+    if has_node && infra_provisioned {
         phase = "Running";
     }
-    let ready = node.is_some();
+    phase
+}
+
+/// The v1beta2 conditions of a Machine that is not being deleted: bootstrap,
+/// infrastructure, Node, and the summaries built on them.
+fn set_conditions(
+    conditions: &mut Conditions,
+    generation: Option<i64>,
+    bootstrapped: bool,
+    infra_provisioned: bool,
+    ready: bool,
+) {
     conditions.set(
         &Condition::new(
             "BootstrapConfigReady",
@@ -211,30 +302,6 @@ async fn reconcile(machine: Arc<Machine>, ctx: Arc<Ctx>) -> Result<Action, Error
         .generation(generation),
     );
     conditions.set(&Condition::new("Deleting", false, "NotDeleting").generation(generation));
-
-    let mut update = json!({
-        "phase": phase,
-        "observedGeneration": generation,
-        "initialization": {
-            "bootstrapDataSecretCreated": bootstrapped,
-            "infrastructureProvisioned": infra_provisioned,
-        },
-    });
-    if infra_provisioned && addresses.is_array() {
-        update["addresses"] = addresses;
-    }
-    if let Some(node) = node {
-        update["nodeRef"] = json!({ "name": node });
-    }
-    let current = serde_json::to_value(&status).unwrap_or_default();
-    let unchanged = update
-        .as_object()
-        .is_some_and(|fields| fields.iter().all(|(key, value)| current[key] == *value));
-    if !unchanged || conditions.changed() {
-        update["conditions"] = conditions.into_json();
-        ctx.patch_status(&machines, &machine, update).await?;
-    }
-    Ok(Action::await_change())
 }
 
 /// Deleting: phase and condition, pre-terminate hooks, the InfraMachine, the finalizer.

@@ -15,12 +15,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use sync_core::api::ContractVersionedObjectReference;
-use sync_core::api::capi::{Machine, MachineSet};
+use sync_core::api::capi::{Machine, MachineSet, MachineSetStatus};
 
 use super::conditions::{Condition, Conditions};
 use super::runtime::{self, Ctx, Error, Shared, controller_owner, has_paused_annotation};
@@ -72,31 +73,61 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
     }
 
     let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
-    let owned = |machine: &Machine| controller_owner(machine, "cluster.x-k8s.io", "MachineSet");
     if deleting {
-        let mut remaining = 0;
-        for machine in machines.list(&ListParams::default()).await?.items {
-            if owned(&machine).as_deref() == Some(set.name_any().as_str()) {
-                remaining += 1;
-                if machine.meta().deletion_timestamp.is_none() {
-                    delete_quietly(&machines, &machine.name_any()).await?;
-                }
+        return delete(&sets, &set, &machines, &ctx).await;
+    }
+    let selector = scaling::selector(&set.spec.selector)?;
+    let members = adopt_members(&set, &machines, &selector, &ctx).await?;
+    scale(&set, &machines, &members, &ctx).await?;
+    let desired = desired_status(&set, &members, &selector);
+    if desired != current_status(&status) {
+        ctx.patch_status(&sets, &set, desired).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// The name of the MachineSet that controls `machine`, if one does.
+fn owner_set(machine: &Machine) -> Option<String> {
+    controller_owner(machine, "cluster.x-k8s.io", "MachineSet")
+}
+
+/// Being deleted: deletes its Machines; once none is left, removes its finalizer.
+async fn delete(
+    sets: &Api<MachineSet>,
+    set: &MachineSet,
+    machines: &Api<Machine>,
+    ctx: &Ctx,
+) -> Result<Action, Error> {
+    let mut remaining = 0;
+    for machine in machines.list(&ListParams::default()).await?.items {
+        if owner_set(&machine).as_deref() == Some(set.name_any().as_str()) {
+            remaining += 1;
+            if machine.meta().deletion_timestamp.is_none() {
+                delete_quietly(machines, &machine.name_any()).await?;
             }
         }
-        if remaining == 0 {
-            ctx.remove_finalizer(&sets, &set, CAPI_MACHINE_SET_FINALIZER)
-                .await?;
-        }
-        return Ok(Action::await_change());
     }
+    if remaining == 0 {
+        ctx.remove_finalizer(sets, set, CAPI_MACHINE_SET_FINALIZER)
+            .await?;
+    }
+    Ok(Action::await_change())
+}
 
-    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+/// The set's Machines: those it controls and the orphans its selector matches, which it
+/// adopts (controller owner reference); Machines being deleted no longer count.
+async fn adopt_members(
+    set: &MachineSet,
+    machines: &Api<Machine>,
+    selector: &Selector,
+    ctx: &Ctx,
+) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
     for machine in machines.list(&ListParams::default()).await?.items {
-        let owner = owned(&machine);
+        let owner = owner_set(&machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()
-            || !scaling::selects(&selector, machine.labels())
+            || !scaling::selects(selector, machine.labels())
         {
             continue;
         }
@@ -109,7 +140,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
                 );
             }
             ctx.patch(
-                &machines,
+                machines,
                 &machine,
                 json!({ "metadata": { "ownerReferences": owners } }),
             )
@@ -117,42 +148,56 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
         }
         members.push(member(&machine));
     }
+    Ok(members)
+}
 
+/// Creates or deletes Machines until the set has `spec.replicas` (default 1), the best
+/// candidates (`spec.deletion.order`) deleted first.
+async fn scale(
+    set: &MachineSet,
+    machines: &Api<Machine>,
+    members: &[Member],
+    ctx: &Ctx,
+) -> Result<(), Error> {
     let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
     if members.len() < replicas {
         for _ in members.len()..replicas {
-            create_machine(&set, &machines, &ctx).await?;
+            create_machine(set, machines, ctx).await?;
         }
     } else if members.len() > replicas {
         let order = set.spec.deletion.as_ref().and_then(|d| d.order.as_deref());
-        for doomed in scaling::to_delete(members.clone(), members.len() - replicas, order) {
-            delete_quietly(&machines, &doomed.name).await?;
+        for doomed in scaling::to_delete(members.to_vec(), members.len() - replicas, order) {
+            delete_quietly(machines, &doomed.name).await?;
         }
     }
+    Ok(())
+}
 
+/// The status Cluster API keeps: replica counts, the selector, observedGeneration.
+fn desired_status(set: &MachineSet, members: &[Member], selector: &Selector) -> Value {
     let count = |f: &dyn Fn(&Member) -> bool| {
         i32::try_from(members.iter().filter(|m| f(m)).count()).unwrap_or(i32::MAX)
     };
-    let desired = json!({
+    json!({
         "replicas": count(&|_| true),
         "readyReplicas": count(&|m| m.ready),
         "availableReplicas": count(&|m| m.ready),
         "upToDateReplicas": count(&|_| true),
         "selector": selector.to_string(),
         "observedGeneration": set.meta().generation,
-    });
-    let current = json!({
+    })
+}
+
+/// The same fields of the status as it is, to tell whether it must be written.
+fn current_status(status: &MachineSetStatus) -> Value {
+    json!({
         "replicas": status.replicas,
         "readyReplicas": status.ready_replicas,
         "availableReplicas": status.available_replicas,
         "upToDateReplicas": status.up_to_date_replicas,
         "selector": status.selector,
         "observedGeneration": status.observed_generation,
-    });
-    if desired != current {
-        ctx.patch_status(&sets, &set, desired).await?;
-    }
-    Ok(Action::await_change())
+    })
 }
 
 /// The v1beta2 `Paused` condition as Cluster API's `paused.EnsurePausedCondition` sets it.

@@ -14,12 +14,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use sync_core::api::AuthoritativeApi;
-use sync_core::api::mapi::{Machine, MachineSet};
+use sync_core::api::mapi::{Machine, MachineSet, MachineSetStatus, MachineTemplateSpec};
 
 use super::conditions::{Condition, Conditions};
 use super::runtime::{self, Ctx, Error, Shared, controller_owner};
@@ -54,15 +55,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
     let mut conditions = Conditions::from_list(&status.sync.conditions);
     let authority = status.sync.authoritative_api.as_ref();
     let paused = authority.is_some_and(|a| *a != AuthoritativeApi::MachineApi);
-    let message = format!(
-        "The AuthoritativeAPI is set to {}",
-        authority.map(AuthoritativeApi::as_str).unwrap_or_default()
-    );
-    conditions.set(&if paused {
-        Condition::new("Paused", true, "AuthoritativeAPINotMachineAPI").message(message)
-    } else {
-        Condition::new("Paused", false, "AuthoritativeAPIMachineAPI").message(message)
-    });
+    conditions.set(&paused_condition(paused, authority));
     if paused {
         if conditions.changed() {
             ctx.patch_status(&sets, &set, json!({ "conditions": conditions.into_json() }))
@@ -71,7 +64,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
         return Ok(Action::await_change());
     }
 
-    let selector = scaling::selector(&set.spec.selector).map_err(Error::Invalid)?;
+    let selector = scaling::selector(&set.spec.selector)?;
     let template = set.spec.template.clone().unwrap_or_default();
     let template_meta = template.metadata.clone().unwrap_or_default();
     let template_labels = template_meta.labels.clone().unwrap_or_default();
@@ -83,12 +76,45 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
     }
 
     let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
+    let members = adopt_members(&set, &machines, &selector, &ctx).await?;
+    scale(&set, &template, &machines, &members).await?;
+    let desired = desired_status(&set, &members, &selector, &template_labels);
+    if desired != current_status(&status) || conditions.changed() {
+        let mut update = desired;
+        update["conditions"] = conditions.into_json();
+        ctx.patch_status(&sets, &set, update).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// `Paused` as the Machine API controllers set it: true while `status.authoritativeAPI` is
+/// set and not `MachineAPI`, with a message naming it either way.
+fn paused_condition(paused: bool, authority: Option<&AuthoritativeApi>) -> Condition<'static> {
+    let message = format!(
+        "The AuthoritativeAPI is set to {}",
+        authority.map(AuthoritativeApi::as_str).unwrap_or_default()
+    );
+    if paused {
+        Condition::new("Paused", true, "AuthoritativeAPINotMachineAPI").message(message)
+    } else {
+        Condition::new("Paused", false, "AuthoritativeAPIMachineAPI").message(message)
+    }
+}
+
+/// The set's Machines: those it controls and the orphans its selector matches, which it
+/// adopts (controller owner reference); Machines being deleted no longer count.
+async fn adopt_members(
+    set: &MachineSet,
+    machines: &Api<Machine>,
+    selector: &Selector,
+    ctx: &Ctx,
+) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
     for machine in machines.list(&ListParams::default()).await?.items {
         let owner = controller_owner(&machine, "machine.openshift.io", "MachineSet");
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()
-            || !scaling::selects(&selector, machine.labels())
+            || !scaling::selects(selector, machine.labels())
         {
             continue;
         }
@@ -101,7 +127,7 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
                 );
             }
             ctx.patch(
-                &machines,
+                machines,
                 &machine,
                 json!({ "metadata": { "ownerReferences": owners } }),
             )
@@ -109,16 +135,26 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
         }
         members.push(member(&machine));
     }
+    Ok(members)
+}
 
+/// Creates Machines from the template or deletes the surplus until the set has
+/// `spec.replicas` (default 1), the best candidates (`spec.deletePolicy`) deleted first.
+async fn scale(
+    set: &MachineSet,
+    template: &MachineTemplateSpec,
+    machines: &Api<Machine>,
+    members: &[Member],
+) -> Result<(), Error> {
     let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
     if members.len() < replicas {
         for _ in members.len()..replicas {
-            let machine = new_machine(&set, &template);
+            let machine = new_machine(set, template);
             machines.create(&post_params(), &machine).await?;
         }
     } else if members.len() > replicas {
         let policy = set.spec.delete_policy.as_deref();
-        for doomed in scaling::to_delete(members.clone(), members.len() - replicas, policy) {
+        for doomed in scaling::to_delete(members.to_vec(), members.len() - replicas, policy) {
             match machines.delete(&doomed.name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -126,34 +162,42 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
             }
         }
     }
+    Ok(())
+}
 
+/// The status the Machine API controller keeps: replica counts (fully labeled: with every
+/// label of the template), observedGeneration and the selector.
+fn desired_status(
+    set: &MachineSet,
+    members: &[Member],
+    selector: &Selector,
+    template_labels: &BTreeMap<String, String>,
+) -> Value {
     let count = |f: &dyn Fn(&Member) -> bool| {
         i32::try_from(members.iter().filter(|m| f(m)).count()).unwrap_or(i32::MAX)
     };
     let fully_labeled = count(&|m| template_labels.iter().all(|(k, v)| m.labels.get(k) == Some(v)));
     let ready = count(&|m| m.ready);
-    let desired = json!({
+    json!({
         "replicas": count(&|_| true),
         "fullyLabeledReplicas": fully_labeled,
         "readyReplicas": ready,
         "availableReplicas": ready,
         "observedGeneration": set.meta().generation,
         "labelSelector": selector.to_string(),
-    });
-    let current = json!({
+    })
+}
+
+/// The same fields of the status as it is, to tell whether it must be written.
+fn current_status(status: &MachineSetStatus) -> Value {
+    json!({
         "replicas": status.replicas,
         "fullyLabeledReplicas": status.fully_labeled_replicas,
         "readyReplicas": status.ready_replicas,
         "availableReplicas": status.available_replicas,
         "observedGeneration": status.observed_generation,
         "labelSelector": status.label_selector,
-    });
-    if desired != current || conditions.changed() {
-        let mut update = desired;
-        update["conditions"] = conditions.into_json();
-        ctx.patch_status(&sets, &set, update).await?;
-    }
-    Ok(Action::await_change())
+    })
 }
 
 fn member(machine: &Machine) -> Member {
@@ -169,7 +213,7 @@ fn member(machine: &Machine) -> Member {
 }
 
 /// A Machine from the set's template, as the real controller creates it.
-fn new_machine(set: &MachineSet, template: &sync_core::api::mapi::MachineTemplateSpec) -> Machine {
+fn new_machine(set: &MachineSet, template: &MachineTemplateSpec) -> Machine {
     let meta = template.metadata.clone().unwrap_or_default();
     let mut machine = Machine::new("", template.spec.clone().unwrap_or_default());
     machine.metadata.name = None;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Reconciled;
 use super::instance::Cloud;
+use super::scaling::SelectorError;
 
 /// The first retry delay after a failure; it doubles per failure of the same object.
 const FIRST_RETRY: Duration = Duration::from_millis(50);
@@ -222,6 +223,9 @@ pub(super) enum Error {
     /// The object cannot be handled as it is (retried: another writer may fix it).
     #[error("{0}")]
     Invalid(String),
+    /// A MachineSet's selector cannot be used (retried as [`Error::Invalid`] is).
+    #[error(transparent)]
+    Selector(#[from] SelectorError),
 }
 
 impl Error {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
-use kube::core::{Selector, SelectorExt};
+use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 /// A Machine as a MachineSet sees it.
 #[derive(Debug, Clone)]
@@ -19,15 +19,26 @@ pub(super) struct Member {
     pub ready: bool,
 }
 
+/// A MachineSet selector the controllers refuse, as the real ones do.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SelectorError {
+    /// It would select every Machine.
+    #[error("empty selector is not valid for a MachineSet")]
+    Empty,
+    /// It does not parse.
+    #[error("invalid label selector: {0}")]
+    Invalid(#[from] ParseExpressionError),
+}
+
 /// The set's selector, refused when it is empty (it would select every Machine) or
 /// does not parse.
-pub(super) fn selector(selector: &LabelSelector) -> Result<Selector, String> {
+pub(super) fn selector(selector: &LabelSelector) -> Result<Selector, SelectorError> {
     let empty = selector.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
         && selector.match_expressions.as_ref().is_none_or(Vec::is_empty);
     if empty {
-        return Err("empty selector is not valid for a MachineSet".into());
+        return Err(SelectorError::Empty);
     }
-    Selector::try_from(selector.clone()).map_err(|e| format!("invalid label selector: {e}"))
+    Ok(Selector::try_from(selector.clone())?)
 }
 
 /// Whether `selector` selects `labels`.
@@ -80,6 +91,7 @@ pub(super) fn random_suffix(len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
@@ -141,6 +153,30 @@ mod tests {
         );
         let labels = BTreeMap::from([("a".to_owned(), "b".to_owned())]);
         assert!(parsed.is_ok_and(|s| selects(&s, &labels)));
+    }
+
+    #[test]
+    fn a_refused_selector_says_why() {
+        let empty = selector(&LabelSelector::default()).err().map(|e| e.to_string());
+        assert_eq!(
+            empty.as_deref(),
+            Some("empty selector is not valid for a MachineSet")
+        );
+        let unparsable = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "a".to_owned(),
+                operator: "Near".to_owned(),
+                values: None,
+            }]),
+            ..LabelSelector::default()
+        };
+        let message = selector(&unparsable).err().map(|e| e.to_string());
+        assert!(
+            message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("invalid label selector: ")),
+            "{message:?}"
+        );
     }
 
     #[test]

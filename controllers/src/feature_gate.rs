@@ -8,7 +8,9 @@
 //! one, the version the cluster is moving to (`clusterversions.config.openshift.io/version`
 //! `status.desired.version`, else the newest `status.history` entry). Unlike upstream's
 //! binaries, which exit when a gate changes, the operator starts or stops its controllers
-//! in place (see `run.rs`).
+//! in place (see `operator::run`).
+//!
+//! Below the operator: `controllers status` reads the gate too.
 
 use clap::ValueEnum;
 use futures::StreamExt;
@@ -87,17 +89,35 @@ impl GateState {
     }
 }
 
+/// Why no version tells which gates count: the reason the gate counts as disabled, naming
+/// the object and field it was looked for in and what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownVersion {
+    /// The cluster has no `ClusterVersion` (and no `--release-version` was given).
+    #[error(
+        "no clusterversions.config.openshift.io/{CLUSTER_VERSION} to tell the cluster's version \
+         (set --release-version)"
+    )]
+    NoClusterVersion,
+    /// The `ClusterVersion` names no version yet.
+    #[error(
+        "clusterversions.config.openshift.io/{CLUSTER_VERSION} has neither status.desired.version \
+         nor status.history[0].version yet"
+    )]
+    NotYetReported,
+}
+
 /// The version whose gates count: `own` (the operator's release version) when given, else
 /// the cluster's desired version, else its newest history entry.
-pub fn version_that_counts(own: Option<&str>, cluster_version: Option<&Value>) -> Result<String, String> {
+pub fn version_that_counts(
+    own: Option<&str>,
+    cluster_version: Option<&Value>,
+) -> Result<String, UnknownVersion> {
     if let Some(own) = own.filter(|v| !v.is_empty()) {
         return Ok(own.to_owned());
     }
     let Some(cluster_version) = cluster_version else {
-        return Err(format!(
-            "no clusterversions.config.openshift.io/{CLUSTER_VERSION} to tell the cluster's version \
-             (set --release-version)"
-        ));
+        return Err(UnknownVersion::NoClusterVersion);
     };
     let status = &cluster_version["status"];
     let desired = status["desired"]["version"].as_str();
@@ -106,12 +126,7 @@ pub fn version_that_counts(own: Option<&str>, cluster_version: Option<&Value>) -
         .or(newest)
         .filter(|v| !v.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| {
-            format!(
-                "clusterversions.config.openshift.io/{CLUSTER_VERSION} has neither status.desired.version \
-                 nor status.history[0].version yet"
-            )
-        })
+        .ok_or(UnknownVersion::NotYetReported)
 }
 
 /// The gate's state in `feature_gate` (a `FeatureGate` object) for `version`.
@@ -394,6 +409,29 @@ mod tests {
         let state = evaluate(Some(&gate), None, None);
         assert!(!state.enabled);
         assert!(state.reason.contains("--release-version"), "{}", state.reason);
+    }
+
+    #[test]
+    fn an_unknown_version_says_where_it_was_looked_for() {
+        let missing = version_that_counts(None, None).err().map(|e| e.to_string());
+        assert_eq!(
+            missing.as_deref(),
+            Some(
+                "no clusterversions.config.openshift.io/version to tell the cluster's version \
+                 (set --release-version)"
+            )
+        );
+        let empty = version_that_counts(None, Some(&cluster_version(None, &[])))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            empty.as_deref(),
+            Some(
+                "clusterversions.config.openshift.io/version has neither status.desired.version \
+                 nor status.history[0].version yet"
+            )
+        );
+        assert_eq!(version_that_counts(Some("4.22.0"), None).as_deref(), Ok("4.22.0"));
     }
 
     #[test]
