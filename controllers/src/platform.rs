@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use sync_core::api::GroupKind;
 
+use conversion::ConversionErrors;
+
 use crate::sync::{Cluster, Platform};
 
 /// The conversion for the cluster's platform. `Err`: the platform has none (or its
-/// `Infrastructure` does not describe a cluster it can serve), and why.
-pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, String> {
+/// `Infrastructure` does not describe a cluster it can serve), and why, field by field.
+pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, ConversionErrors> {
     conversion::platform::for_cluster(&cluster.infrastructure, &cluster.infra_cluster)
-        .map_err(|e| e.to_string())
 }
 
 /// The version each converted platform's infrastructure kinds are read and written at: the

@@ -296,8 +296,10 @@ async fn platform(
             .read_infra_cluster(&connection.client, conversion::names::CAPI_NAMESPACE)
             .await;
     }
-    crate::platform::for_cluster(&facts)
-        .map_err(|reason| ConvertError::UnusableInfrastructure { origin, reason })
+    crate::platform::for_cluster(&facts).map_err(|errors| ConvertError::UnusableInfrastructure {
+        origin,
+        reason: errors.to_string(),
+    })
 }
 
 /// `--check`: the readiness report; otherwise the objects as YAML, and the diagnostics on

@@ -793,7 +793,9 @@ impl Controllers {
             .await;
         // The reason goes into a log line and an Event's note: words, whichever check failed.
         let enabled = platform_enabled(&self.platforms, &cluster.platform).map_err(|e| e.to_string());
-        let platform = match enabled.and_then(|()| crate::platform::for_cluster(&cluster)) {
+        let platform = match enabled
+            .and_then(|()| crate::platform::for_cluster(&cluster).map_err(|e| e.to_string()))
+        {
             Ok(platform) => platform,
             Err(reason) => {
                 tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");

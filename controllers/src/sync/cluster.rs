@@ -117,8 +117,12 @@ impl Cluster {
 
     /// The sync controllers' restart checkpoint in `namespace`: valid only for this build,
     /// these namespaces and this cluster's facts (the conversion reads them).
-    pub async fn checkpoint(&self, namespace: &str, namespaces: &Namespaces) -> Result<Checkpoint, String> {
-        let build = Checkpoint::this_build().await?;
+    pub async fn checkpoint(
+        &self,
+        namespace: &str,
+        namespaces: &Namespaces,
+    ) -> Result<Checkpoint, CheckpointError> {
+        let build = Checkpoint::this_build().await.map_err(CheckpointError::Build)?;
         let infra_cluster = match &self.infra_cluster {
             InfraCluster::Found(object) => object["spec"].clone(),
             InfraCluster::Missing(_) => serde_json::Value::Bool(false),
@@ -129,12 +133,23 @@ impl Cluster {
             &self.infrastructure.status,
             infra_cluster,
         );
-        let facts = serde_json::to_string(&facts).map_err(|e| format!("the cluster's facts: {e}"))?;
+        let facts = serde_json::to_string(&facts)?;
         Ok(Checkpoint::new(
             namespace,
             &(build, &namespaces.mapi, &namespaces.capi, facts),
         ))
     }
+}
+
+/// Why there is no restart checkpoint: the operator then reconciles every pair at start.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// This build's identity could not be read.
+    #[error("{0}")]
+    Build(String),
+    /// The cluster's facts did not serialize.
+    #[error("the cluster's facts: {0}")]
+    Facts(#[from] serde_json::Error),
 }
 
 /// A read object as what is known of it.

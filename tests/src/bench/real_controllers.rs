@@ -173,12 +173,13 @@ async fn run_controllers(
     let facts = Arc::new(ClusterFacts::from_infrastructure(
         crate::real::infrastructure().map_err(|e| BenchError::Other(e.to_string()))?,
     ));
-    let platform = controllers::platform::for_cluster(&facts).map_err(BenchError::Other)?;
+    let platform =
+        controllers::platform::for_cluster(&facts).map_err(|e| BenchError::Other(e.to_string()))?;
     // The operator's restart checkpoint (its namespace here: the CAPI one).
     let checkpoint = facts
         .checkpoint(&namespaces.capi, &namespaces)
         .await
-        .map_err(BenchError::Other)?;
+        .map_err(|e| BenchError::Other(e.to_string()))?;
     let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
     let observer: Arc<dyn Observer> = Arc::new(observer);
     let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
