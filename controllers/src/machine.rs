@@ -22,12 +22,12 @@ use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_over, apply
 use sync_macros::sync_controller;
 
 pub use crate::sync::MACHINE_CONTROLLER as CONTROLLER;
-use crate::sync::hooks::{Failure, add_finalizer, converted, refuse, set_paused};
+use crate::sync::hooks::{Failure, add_finalizer, apply_capi_mirror, converted, refuse, set_paused};
+use crate::sync::infra;
 use crate::sync::owners::{self, OwnerError};
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{CAPI_MACHINE_FINALIZER, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, PlatformHooks};
-use crate::sync::{drift, infra};
 
 /// Mirrors Machine API Machines and Cluster API Machines.
 #[sync_controller(
@@ -107,7 +107,7 @@ async fn mirror_to_capi(
     let (mut machine, infra) = (converted.machine, converted.infra);
     let machine_status = machine.status.take();
     let desired = desired_capi_machine(machine, owner, paused, &ctx.namespaces.capi);
-    let machine = apply_capi_machine(mapi, desired, objects, ctx, &apis).await?;
+    let machine = apply_capi_mirror(ctx, &apis.capi, CONTROLLER, mapi, objects, desired).await?;
     let infra = apply_infra_machine(mapi, infra, &machine, ctx, &apis, paused).await?;
     if status::synchronized_generation(mapi) == mapi.metadata.generation {
         copy_status_to_capi(&machine, machine_status, &infra, &apis).await?;
@@ -152,31 +152,6 @@ fn desired_capi_machine(
     set_paused(&mut machine.metadata.annotations, paused);
     add_finalizer(&mut machine.metadata.finalizers, SYNC_FINALIZER);
     machine
-}
-
-/// Applies the CAPI Machine (fields others added to the spec reverted first); the live
-/// Machine after the write.
-async fn apply_capi_machine(
-    mapi: &mapi::Machine,
-    machine: capi::Machine,
-    objects: &Objects,
-    ctx: &Ctx,
-    apis: &Apis,
-) -> Step<capi::Machine> {
-    let source = format!(
-        "the MachineAPI Machine {}/{}",
-        ctx.namespaces.mapi,
-        mapi.name_any()
-    );
-    let live = objects.capi.as_deref();
-    let reverted = drift::revert_added_fields(ctx, &apis.capi, CONTROLLER, live, &machine, &source).await?;
-    let live = reverted.as_ref().or(live);
-    Ok(
-        match apply(&apis.capi, CONTROLLER, live, &machine, Part::Object).await? {
-            Applied::Written(written) => *written,
-            Applied::Unchanged => live.cloned().unwrap_or(machine),
-        },
-    )
 }
 
 /// The InfraMachine as applied, with what copying its status needs.

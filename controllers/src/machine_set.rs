@@ -19,11 +19,11 @@ use sync_core::{Deleting, SyncContext};
 use sync_macros::sync_controller;
 
 pub use crate::sync::MACHINE_SET_CONTROLLER as CONTROLLER;
-use crate::sync::hooks::{Failure, add_finalizer, converted, refuse, set_paused};
+use crate::sync::hooks::{Failure, add_finalizer, apply_capi_mirror, converted, refuse, set_paused};
+use crate::sync::infra;
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair};
 use crate::sync::{CAPI_MACHINE_SET_FINALIZER, MACHINE_SET_LABEL, PlatformHooks, owners};
-use crate::sync::{drift, infra};
 
 /// Mirrors Machine API MachineSets and Cluster API MachineSets.
 #[sync_controller(
@@ -111,7 +111,7 @@ async fn mirror_to_capi(
     );
     let templates = apply_template(&template, ctx).await?;
     let set = desired_capi_set(set, &template.name_any(), cluster_owner, paused, namespace);
-    let set = apply_capi_set(mapi, set, objects, ctx, &apis).await?;
+    let set = apply_capi_mirror(ctx, &apis.capi, CONTROLLER, mapi, objects, set).await?;
     delete_older_templates(&templates, &mapi.name_any(), &template.name_any()).await?;
     let observed = mapi.status.as_ref().and_then(|s| s.observed_generation);
     if observed.is_some() && observed == mapi.metadata.generation {
@@ -173,31 +173,6 @@ fn desired_capi_set(
     set_paused(&mut set.metadata.annotations, paused);
     add_finalizer(&mut set.metadata.finalizers, SYNC_FINALIZER);
     set
-}
-
-/// Applies the CAPI MachineSet (fields others added to the spec reverted first); the live
-/// set after the write.
-async fn apply_capi_set(
-    mapi: &mapi::MachineSet,
-    set: capi::MachineSet,
-    objects: &Objects,
-    ctx: &Ctx,
-    apis: &Apis,
-) -> Step<capi::MachineSet> {
-    let source = format!(
-        "the MachineAPI MachineSet {}/{}",
-        ctx.namespaces.mapi,
-        mapi.name_any()
-    );
-    let live = objects.capi.as_deref();
-    let reverted = drift::revert_added_fields(ctx, &apis.capi, CONTROLLER, live, &set, &source).await?;
-    let live = reverted.as_ref().or(live);
-    Ok(
-        match apply(&apis.capi, CONTROLLER, live, &set, Part::Object).await? {
-            Applied::Written(written) => *written,
-            Applied::Unchanged => live.cloned().unwrap_or(set),
-        },
-    )
 }
 
 /// Rotation: once the set points at `current`, the set's other labelled templates go

@@ -1,17 +1,20 @@
 //! The hooks of both pairs on one platform, and the steps every hook shares: convert or
-//! report the failure, refuse with a report, and the mirror's pause and finalizer.
+//! report the failure, refuse with a report, apply the CAPI mirror, and the mirror's pause
+//! and finalizer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
 use sync_core::api::capi;
 use sync_core::hooks::{Step, Stop, SyncObjects};
 use sync_core::store::Store;
-use sync_core::toolkit::{pause, report};
+use sync_core::toolkit::{Applied, Part, apply, pause, report};
 use sync_core::{SyncContext, SyncPair};
 
-use super::{Cluster, Platform};
+use super::{Cluster, Platform, drift};
 
 /// The Machine and MachineSet hooks of one platform: its conversion, the cluster, and
 /// where Machines read the CAPI MachineSets that own them.
@@ -88,6 +91,34 @@ pub async fn refuse<P: SyncPair>(
         Ok(action) => Stop::Done(action),
         Err(error) => Stop::Failed(error),
     }
+}
+
+/// Applies `desired`, the CAPI mirror of `mapi`, under `controller` (the spec fields
+/// another writer added reverted first, [`drift::revert_added_fields`]); the live mirror
+/// after the write.
+pub async fn apply_capi_mirror<P: SyncPair>(
+    ctx: &SyncContext<P>,
+    api: &Api<P::Capi>,
+    controller: &str,
+    mapi: &P::Mapi,
+    objects: &SyncObjects<P>,
+    desired: P::Capi,
+) -> Step<P::Capi> {
+    let kind = P::Mapi::kind(&());
+    let source = format!(
+        "the MachineAPI {kind} {}/{}",
+        ctx.namespaces.mapi,
+        mapi.name_any()
+    );
+    let live = objects.capi.as_deref();
+    let reverted = drift::revert_added_fields(ctx, api, controller, live, &desired, &source).await?;
+    let live = reverted.as_ref().or(live);
+    Ok(
+        match apply(api, controller, live, &desired, Part::Object).await? {
+            Applied::Written(written) => *written,
+            Applied::Unchanged => live.cloned().unwrap_or(desired),
+        },
+    )
 }
 
 /// Sets or removes the paused annotation of a mirror (paused: its own controller must not
