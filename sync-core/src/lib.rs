@@ -26,7 +26,7 @@ pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};
 pub use hooks::{
     Action, DeclaredWithoutCustomHooks, Deleting, Direction, HookError, HookFuture, HookResult, RetryAfter,
-    StaleRead, SyncHooks, SyncObjects, Terminal, is_stale_read,
+    StaleRead, Stubs, SyncHooks, SyncObjects, Terminal, is_stale_read,
 };
 pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};

@@ -410,6 +410,7 @@ async fn a_failed_sync_is_reported_on_the_mapi_object_or_else_on_the_capi_one() 
         .await?;
     let controller = SyncController::<Pair>::new(client.clone(), sync_core::SyncConfig::default());
     let ctx = SyncContext::<Pair> {
+        controller: <Pair as sync_core::SyncPair>::NAME,
         client: client.clone(),
         namespaces: sync_core::Namespaces {
             mapi: NS.into(),

@@ -48,7 +48,7 @@ pub(crate) struct MigrationDispatch<H>(pub H);
 
 impl<P: SyncPair, H: MigrationHooks<P>> Dispatch<P> for MigrationDispatch<H> {
     async fn dispatch(&self, ctx: &SyncContext<P>, name: &str) -> (Outcome, HookResult) {
-        let span = tracing::info_span!("migrate", controller = P::NAME, object = name);
+        let span = tracing::info_span!("migrate", controller = ctx.controller, object = name);
         async {
             if let Some(skip) = report_malformed(ctx, name).await {
                 return (skip, Ok(Action::await_change()));

@@ -12,6 +12,7 @@
 pub mod checkpoint;
 mod checkpointed;
 mod dispatch;
+mod follow;
 pub mod observe;
 mod reconcile;
 mod triggers;
@@ -25,11 +26,13 @@ use kube::Client;
 use kube::runtime::events::Reporter;
 use kube::runtime::watcher;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::checkpoint::{Checkpoint, Ledger};
 use crate::engine::checkpointed::Checkpointed;
 use crate::engine::dispatch::{Dispatch, MigrationDispatch, SyncDispatch};
+use crate::engine::follow::{Fanout, Following, Leader};
 use crate::engine::observe::Observer;
 use crate::engine::triggers::OwnerIndex;
 use crate::engine::watches::{Feeds, Watches, Writers};
@@ -88,6 +91,7 @@ impl Readiness {
 
 /// A controller for one synced pair `P`.
 pub struct SyncController<P: SyncPair> {
+    name: &'static str,
     client: Client,
     config: SyncConfig,
     infra: Option<InfraTracker>,
@@ -95,11 +99,22 @@ pub struct SyncController<P: SyncPair> {
     checkpoint: Option<Checkpoint>,
     ready: watch::Sender<bool>,
     caches: Caches<P>,
-    writers: Writers<P>,
+    source: Source<P>,
+}
+
+/// Where a controller's caches and queued names come from.
+enum Source<P: SyncPair> {
+    /// Its own watches, which queue names for its followers too.
+    Watches {
+        writers: Writers<P>,
+        following: Following,
+    },
+    /// Its leader's ([`SyncController::follower`]).
+    Leader(Leader),
 }
 
 impl<P: SyncPair> SyncController<P> {
-    /// A controller that talks to the API server through `client`.
+    /// A controller that talks to the API server through `client`, named after its pair.
     pub fn new(client: Client, config: SyncConfig) -> Self {
         let (mapi_writer, capi_writer) = (Writer::<P::Mapi>::default(), Writer::<P::Capi>::default());
         let (mapi, capi) = (mapi_writer.as_reader(), capi_writer.as_reader());
@@ -110,7 +125,13 @@ impl<P: SyncPair> SyncController<P> {
             }
             CapiOnly::Ignore => (None, None),
         };
+        let writers = Writers {
+            mapi: mapi_writer,
+            capi: capi_writer,
+            owner_mirrors: owner_writer,
+        };
         Self {
+            name: P::NAME,
             client,
             config,
             infra: None,
@@ -123,17 +144,52 @@ impl<P: SyncPair> SyncController<P> {
                 owner_mirrors,
                 malformed: MalformedObjects::default(),
             },
-            writers: Writers {
-                mapi: mapi_writer,
-                capi: capi_writer,
-                owner_mirrors: owner_writer,
+            source: Source::Watches {
+                writers,
+                following: Following::default(),
             },
         }
     }
 
+    /// Another controller of the same pair, named `name` (its logs, metrics and Events),
+    /// that runs on this one's caches: it watches nothing itself, this controller's
+    /// watches queue its names too. The fleet is cached once however many controllers
+    /// act on it (the sync and the migration of one kind).
+    ///
+    /// Run it alongside this controller: it starts reconciling once this one's caches
+    /// have synced and stops when this one stops. It shares this controller's client,
+    /// configuration and observer as they are now (configure them first) and, once it
+    /// runs, its infrastructure tracker; it keeps no restart checkpoint.
+    pub fn follower(&self, name: &'static str) -> Self {
+        let leader = match &self.source {
+            Source::Watches { following, .. } => Leader {
+                ready: self.ready.subscribe(),
+                following: following.clone(),
+            },
+            Source::Leader(leader) => leader.clone(),
+        };
+        Self {
+            name,
+            client: self.client.clone(),
+            config: self.config.clone(),
+            infra: self.infra.clone(),
+            observer: self.observer.clone(),
+            checkpoint: None,
+            ready: watch::Sender::new(false),
+            caches: self.caches.clone(),
+            source: Source::Leader(leader),
+        }
+    }
+
+    /// The controller's name: its pair's, or the one given to [`Self::follower`].
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// Keeps a restart checkpoint ([`crate::engine::checkpoint`]): saved when the controller stops,
     /// loaded when it starts, so that pairs it had verified in sync and whose objects did
-    /// not change meanwhile run no hook at the restart. Sync controllers only (`run`).
+    /// not change meanwhile run no hook at the restart. Sync controllers with their own
+    /// watches only (`run` on a [`Self::new`] controller; a follower ignores it).
     #[must_use]
     pub fn with_checkpoint(mut self, checkpoint: Checkpoint) -> Self {
         self.checkpoint = Some(checkpoint);
@@ -172,7 +228,14 @@ impl<P: SyncPair> SyncController<P> {
 
     /// Runs until `shutdown` resolves, then lets in-flight reconciles finish and returns.
     pub async fn run<H: SyncHooks<P>>(mut self, hooks: H, shutdown: impl Future<Output = ()> + Send) {
-        match self.checkpoint.take() {
+        let checkpoint = self.checkpoint.take();
+        if checkpoint.is_some() && matches!(self.source, Source::Leader(_)) {
+            tracing::warn!(
+                controller = self.name,
+                "a follower keeps no restart checkpoint; every pair is reconciled at its start"
+            );
+        }
+        match checkpoint.filter(|_| matches!(self.source, Source::Watches { .. })) {
             Some(checkpoint) => {
                 let ledger = Arc::new(Ledger::new(checkpoint));
                 self.run_with(Checkpointed { hooks, ledger }, shutdown).await;
@@ -193,10 +256,11 @@ impl<P: SyncPair> SyncController<P> {
         self.run_with(MigrationDispatch(hooks), shutdown).await;
     }
 
-    /// The controller's life: start the watches, wait for their lists, run the workers
-    /// until `shutdown`, stop the watches and let `dispatch` finish (save a checkpoint).
+    /// The controller's life: fill the caches (its own watches, or its leader's), run the
+    /// workers until `shutdown`, then let `dispatch` finish (save a checkpoint).
     async fn run_with<D: Dispatch<P>>(self, dispatch: D, shutdown: impl Future<Output = ()> + Send) {
         let Self {
+            name,
             client,
             config,
             infra,
@@ -204,7 +268,7 @@ impl<P: SyncPair> SyncController<P> {
             checkpoint: _,
             ready,
             caches,
-            writers,
+            source,
         } = self;
         let dispatch = Arc::new(dispatch);
         // What the dispatch prepares (the last run's checkpoint) loads alongside the
@@ -213,22 +277,67 @@ impl<P: SyncPair> SyncController<P> {
             let (dispatch, client) = (dispatch.clone(), client.clone());
             async move { dispatch.prepare(client).await }
         });
-        let queue = WorkQueue::new(config.backoff);
+        let run = Run {
+            name,
+            queue: WorkQueue::new(config.backoff),
+            client,
+            config,
+            infra,
+            observer,
+            ready,
+            caches,
+            dispatch,
+        };
+        match source {
+            Source::Watches { writers, following } => run.lead(writers, following, preparing, shutdown).await,
+            Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
+        }
+    }
+}
+
+/// What one run of a controller works with.
+struct Run<P: SyncPair, D> {
+    name: &'static str,
+    queue: WorkQueue,
+    client: Client,
+    config: SyncConfig,
+    infra: Option<InfraTracker>,
+    observer: Option<Arc<dyn Observer>>,
+    ready: watch::Sender<bool>,
+    caches: Caches<P>,
+    dispatch: Arc<D>,
+}
+
+impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
+    /// A controller with its own watches: start them, wait for their lists, run the
+    /// workers until `shutdown`, stop the watches.
+    async fn lead(
+        self,
+        writers: Writers<P>,
+        following: Following,
+        preparing: JoinHandle<()>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) {
         let owners = OwnerIndex::default();
-        let infra = infra.or_else(|| own_tracker::<P>(&client, &config));
+        let infra = self
+            .infra
+            .clone()
+            .or_else(|| own_tracker::<P>(&self.client, &self.config));
         let mut registration = infra
             .as_ref()
             .filter(|_| P::INFRA_REF.is_some())
-            .map(InfraTracker::register::<P>);
+            .map(|tracker| tracker.register::<P>(self.name));
+        let fanout = Fanout::new(self.queue.clone(), following.clone());
         let feeds = Feeds {
-            queue: &queue,
-            caches: &caches,
+            queue: &fanout,
+            caches: &self.caches,
             owners: &owners,
             infra: registration.as_ref().map(InfraRegistration::tracker),
         };
-        let mut watches = watches::start(&client, &config, writers, feeds);
+        let mut watches = watches::start(&self.client, &self.config, writers, feeds);
         let infra_refs = registration.as_ref().map(InfraRegistration::tracker);
-        let ctx = Arc::new(context(client, &config, caches, infra, infra_refs));
+        following.set_infra(infra.clone(), infra_refs.clone());
+        let ctx = Arc::new(self.context(infra, infra_refs));
 
         // Shutdown may come before the caches ever sync (an unreachable API server, a
         // missing CRD): the wait for them must not outlive it.
@@ -237,29 +346,101 @@ impl<P: SyncPair> SyncController<P> {
             if !until_ready(&ctx, &watches, preparing, &stop).await {
                 return;
             }
-            triggers::queue_infra_triggers(registration.as_mut(), &queue);
-            ready.send_replace(true);
-            tracing::info!(controller = P::NAME, "caches synced; reconciling");
-            let forward = triggers::forward_infra_triggers(registration.as_mut(), &queue, &stop);
-            let work = workers::run(config.concurrency, &queue, &ctx, &dispatch, observer.as_ref());
-            futures::future::join(work, forward).await;
+            triggers::queue_infra_triggers(registration.as_mut(), &fanout);
+            self.started();
+            let forward = triggers::forward_infra_triggers(registration.as_mut(), &fanout, &stop);
+            futures::future::join(self.work(&ctx), forward).await;
         };
-        let stopping = async {
-            shutdown.await;
-            tracing::info!(
-                controller = P::NAME,
-                "shutting down; finishing in-flight reconciles"
-            );
-            stop.cancel();
-            queue.shut_down();
-        };
-        // The workers end once the queue is shut down and the in-flight reconciles have
-        // returned.
-        futures::future::join(run, stopping).await;
-        let started = ready.send_replace(false);
+        futures::future::join(run, self.stopping(shutdown, &stop)).await;
+        let started = self.ready.send_replace(false);
         watches.tasks.shutdown().await;
         if started {
-            dispatch.finish(&ctx).await;
+            self.dispatch.finish(&ctx).await;
+        }
+    }
+
+    /// A follower: once the leader's caches have synced, queue every cached name and run
+    /// the workers until `shutdown` or the leader's stop.
+    async fn follow(
+        self,
+        mut leader: Leader,
+        preparing: JoinHandle<()>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) {
+        leader.following.join(self.queue.clone());
+        let stop = CancellationToken::new();
+        let stopped = leader.clone().stopped();
+        let run = async {
+            if !until_leader_ready(&mut leader, preparing, &stop).await {
+                return None;
+            }
+            let (infra, infra_refs) = leader.following.infra();
+            let ctx = Arc::new(self.context(infra, infra_refs));
+            for name in follow::cached_names(&self.caches) {
+                self.queue.add(name);
+            }
+            self.started();
+            self.work(&ctx).await;
+            Some(ctx)
+        };
+        let either = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = stopped => tracing::info!(controller = self.name, "its leader stopped"),
+            }
+        };
+        let (ctx, ()) = futures::future::join(run, self.stopping(either, &stop)).await;
+        self.ready.send_replace(false);
+        if let Some(ctx) = ctx {
+            self.dispatch.finish(&ctx).await;
+        }
+    }
+
+    /// Marks the controller ready: its caches are synced and its workers start.
+    fn started(&self) {
+        self.ready.send_replace(true);
+        tracing::info!(controller = self.name, "caches synced; reconciling");
+    }
+
+    /// The workers, until the queue is shut down and the in-flight reconciles returned.
+    async fn work(&self, ctx: &Arc<SyncContext<P>>) {
+        let observer = self.observer.as_ref();
+        workers::run(
+            self.name,
+            self.config.concurrency,
+            &self.queue,
+            ctx,
+            &self.dispatch,
+            observer,
+        )
+        .await;
+    }
+
+    /// Once `shutdown` resolves: stop waiting for the caches, and stop handing out names.
+    async fn stopping(&self, shutdown: impl Future<Output = ()> + Send, stop: &CancellationToken) {
+        shutdown.await;
+        tracing::info!(
+            controller = self.name,
+            "shutting down; finishing in-flight reconciles"
+        );
+        stop.cancel();
+        self.queue.shut_down();
+    }
+
+    /// What the hooks are given.
+    fn context(&self, infra: Option<InfraTracker>, infra_refs: Option<ControllerHandle>) -> SyncContext<P> {
+        let reporter = Reporter {
+            controller: self.name.into(),
+            instance: self.config.instance.clone(),
+        };
+        SyncContext {
+            controller: self.name,
+            recorder: Recorder::new(self.client.clone(), reporter),
+            client: self.client.clone(),
+            namespaces: self.config.namespaces.clone(),
+            caches: self.caches.clone(),
+            infra,
+            infra_refs,
         }
     }
 }
@@ -280,34 +461,12 @@ fn own_tracker<P: SyncPair>(client: &Client, config: &SyncConfig) -> Option<Infr
     ))
 }
 
-/// What the hooks are given.
-fn context<P: SyncPair>(
-    client: Client,
-    config: &SyncConfig,
-    caches: Caches<P>,
-    infra: Option<InfraTracker>,
-    infra_refs: Option<ControllerHandle>,
-) -> SyncContext<P> {
-    let reporter = Reporter {
-        controller: P::NAME.into(),
-        instance: config.instance.clone(),
-    };
-    SyncContext {
-        recorder: Recorder::new(client.clone(), reporter),
-        client,
-        namespaces: config.namespaces.clone(),
-        caches,
-        infra,
-        infra_refs,
-    }
-}
-
 /// Waits for the watches' lists, the infrastructure kinds' lists and what the dispatch
 /// prepares; false when stopped first.
 async fn until_ready<P: SyncPair>(
     ctx: &SyncContext<P>,
     watches: &Watches,
-    preparing: tokio::task::JoinHandle<()>,
+    preparing: JoinHandle<()>,
     stop: &CancellationToken,
 ) -> bool {
     tokio::select! {
@@ -323,7 +482,7 @@ async fn until_ready<P: SyncPair>(
             pending = infra.listed(&kinds) => if !pending.is_empty() {
                 let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
                 tracing::warn!(
-                    controller = P::NAME, ?pending,
+                    controller = ctx.controller, ?pending,
                     "infrastructure kinds not listed in time; reconciling without them"
                 );
             },
@@ -334,6 +493,24 @@ async fn until_ready<P: SyncPair>(
         _ = preparing => true,
         () = stop.cancelled() => false,
     }
+}
+
+/// Waits for the leader's caches and what the dispatch prepares; false when stopped (or
+/// the leader stopped) first.
+async fn until_leader_ready(
+    leader: &mut Leader,
+    preparing: JoinHandle<()>,
+    stop: &CancellationToken,
+) -> bool {
+    let synced = tokio::select! {
+        synced = leader.synced() => synced,
+        () = stop.cancelled() => false,
+    };
+    synced
+        && tokio::select! {
+            _ = preparing => true,
+            () = stop.cancelled() => false,
+        }
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ pub(crate) async fn reconcile<P: SyncPair, H: SyncHooks<P>>(
     // hide one of the two from every JSON reader.
     let span = tracing::info_span!(
         "reconcile",
-        controller = P::NAME,
+        controller = ctx.controller,
         object = name,
         direction = tracing::field::Empty
     );
@@ -292,6 +292,7 @@ pub(crate) mod tests {
             },
         );
         let ctx = SyncContext {
+            controller: "machine-sync",
             client,
             namespaces: Namespaces {
                 mapi: MAPI_NS.into(),

@@ -6,15 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::follow::Fanout;
 use crate::runtime::infra::InfraRegistration;
-use crate::runtime::queue::WorkQueue;
 
 /// Queues what the infrastructure watches triggered so far (before the workers start:
 /// the names are mostly queued already, and the queue holds each once).
-pub(crate) fn queue_infra_triggers(registration: Option<&mut InfraRegistration>, queue: &WorkQueue) {
+pub(crate) fn queue_infra_triggers(registration: Option<&mut InfraRegistration>, queue: &Fanout) {
     if let Some(registration) = registration {
         while let Some(name) = registration.try_next_trigger() {
-            queue.add(name);
+            queue.add(&name);
         }
     }
 }
@@ -22,7 +22,7 @@ pub(crate) fn queue_infra_triggers(registration: Option<&mut InfraRegistration>,
 /// Forwards the infrastructure watches' triggers to the queue until `stop`.
 pub(crate) async fn forward_infra_triggers(
     registration: Option<&mut InfraRegistration>,
-    queue: &WorkQueue,
+    queue: &Fanout,
     stop: &CancellationToken,
 ) {
     let Some(registration) = registration else { return };
@@ -30,7 +30,7 @@ pub(crate) async fn forward_infra_triggers(
         name = registration.next_trigger() => name,
         () = stop.cancelled() => None,
     } {
-        queue.add(name);
+        queue.add(&name);
     }
 }
 

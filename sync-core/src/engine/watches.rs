@@ -7,13 +7,13 @@ use kube::{Client, Resource};
 use tokio::task::JoinSet;
 
 use crate::engine::SyncConfig;
+use crate::engine::follow::Fanout;
 use crate::engine::triggers::OwnerIndex;
 use crate::hooks::context::{Caches, MalformedObjects};
 use crate::hooks::decision::capi_owner_names;
 use crate::pair::{CapiOnly, SyncPair};
 use crate::runtime::infra::{ControllerHandle, InfraConfig};
 use crate::runtime::lenient::{Lenient, Malformed};
-use crate::runtime::queue::WorkQueue;
 use crate::runtime::reflect::{Listed, Touched, reflect, reflect_previewing};
 use crate::runtime::store::Writer;
 
@@ -38,10 +38,10 @@ impl Watches {
     }
 }
 
-/// What the watches feed: the queue, the malformed objects, the owner index and the
+/// What the watches feed: the queues (the controller's and its followers'), the malformed objects, the owner index and the
 /// infrastructure references (`infra`: the pair's registration with its tracker).
 pub(crate) struct Feeds<'a, P: SyncPair> {
-    pub queue: &'a WorkQueue,
+    pub queue: &'a Fanout,
     pub caches: &'a Caches<P>,
     pub owners: &'a OwnerIndex,
     pub infra: Option<ControllerHandle>,
@@ -95,7 +95,7 @@ pub(crate) fn start<P: SyncPair>(
             listed.clone(),
             move |touched| {
                 for owned in owners.owned_by(touched.name()) {
-                    queue.add(owned);
+                    queue.add(&owned);
                 }
             },
         ));

@@ -15,6 +15,7 @@ use crate::runtime::queue::WorkQueue;
 
 /// Runs `concurrency` workers until the queue is shut down and drained of in-flight names.
 pub(crate) async fn run<P: SyncPair, D: Dispatch<P>>(
+    controller: &'static str,
     concurrency: usize,
     queue: &WorkQueue,
     ctx: &Arc<SyncContext<P>>,
@@ -25,13 +26,16 @@ pub(crate) async fn run<P: SyncPair, D: Dispatch<P>>(
     for _ in 0..concurrency.max(1) {
         let (queue, ctx, dispatch, observer) =
             (queue.clone(), ctx.clone(), dispatch.clone(), observer.cloned());
-        workers.spawn(async move { work(&queue, &ctx, dispatch.as_ref(), observer.as_deref()).await });
+        workers.spawn(
+            async move { work(controller, &queue, &ctx, dispatch.as_ref(), observer.as_deref()).await },
+        );
     }
     while workers.join_next().await.is_some() {}
 }
 
 /// One worker's loop.
 async fn work<P: SyncPair, D: Dispatch<P>>(
+    controller: &'static str,
     queue: &WorkQueue,
     ctx: &SyncContext<P>,
     dispatch: &D,
@@ -41,16 +45,16 @@ async fn work<P: SyncPair, D: Dispatch<P>>(
         let started = Instant::now();
         let (outcome, result) = dispatch.dispatch(ctx, &name).await;
         let elapsed = started.elapsed();
-        requeue::<P>(queue, &name, result);
+        requeue(controller, queue, &name, result);
         if let Some(observer) = observer {
-            observer.reconciled(P::NAME, &name, &outcome, elapsed);
+            observer.reconciled(controller, &name, &outcome, elapsed);
         }
         queue.done(&name);
     }
 }
 
 /// What the queue does with `name` after its reconcile returned `result`.
-fn requeue<P: SyncPair>(queue: &WorkQueue, name: &str, result: HookResult) {
+fn requeue(controller: &str, queue: &WorkQueue, name: &str, result: HookResult) {
     let error = match result {
         Ok(action) => {
             queue.forget(name);
@@ -65,26 +69,26 @@ fn requeue<P: SyncPair>(queue: &WorkQueue, name: &str, result: HookResult) {
         ErrorKind::Terminal => {
             queue.forget(name);
             tracing::error!(
-                controller = P::NAME, name, error = %error,
+                controller, name, error = %error,
                 "reconcile failed; not retrying until the objects change"
             );
         }
         ErrorKind::RetryAfter(delay) => {
             queue.forget(name);
             queue.add_after(name.to_owned(), delay);
-            tracing::warn!(controller = P::NAME, name, error = %error, "reconcile failed; retrying");
+            tracing::warn!(controller, name, error = %error, "reconcile failed; retrying");
         }
         ErrorKind::StaleRead => {
             let retry_in = queue.add_rate_limited(name);
             tracing::debug!(
-                controller = P::NAME, name, error = %error, ?retry_in,
+                controller, name, error = %error, ?retry_in,
                 "read stale data; retrying with backoff"
             );
         }
         ErrorKind::Failure => {
             let retry_in = queue.add_rate_limited(name);
             tracing::error!(
-                controller = P::NAME, name, error = %error, ?retry_in,
+                controller, name, error = %error, ?retry_in,
                 "reconcile failed; retrying with backoff"
             );
         }
@@ -98,7 +102,6 @@ mod tests {
     use super::*;
     use crate::hooks::outcome::{Action, HookError, RetryAfter, Terminal};
     use crate::runtime::queue::Backoff;
-    use crate::testing::fixtures::MachinePair;
 
     fn queue() -> WorkQueue {
         WorkQueue::new(Backoff {
@@ -120,7 +123,12 @@ mod tests {
             next_within(&queue, Duration::from_secs(2)).await.as_deref(),
             Some("a")
         );
-        requeue::<MachinePair>(&queue, "a", Err(Terminal::error("the spec cannot be converted")));
+        requeue(
+            "machine-sync",
+            &queue,
+            "a",
+            Err(Terminal::error("the spec cannot be converted")),
+        );
         queue.done("a");
         assert_eq!(queue.failures("a"), 0, "its backoff is reset");
         assert_eq!(
@@ -142,7 +150,7 @@ mod tests {
         );
         queue.done("a");
         let error = RetryAfter::error(Duration::from_secs(30), "the bootstrap secret is not there yet");
-        requeue::<MachinePair>(&queue, "a", Err(error));
+        requeue("machine-sync", &queue, "a", Err(error));
         assert_eq!(queue.failures("a"), 0);
         assert_eq!(next_within(&queue, Duration::from_secs(29)).await, None);
         assert_eq!(
@@ -155,14 +163,19 @@ mod tests {
     async fn a_plain_error_backs_off_and_success_forgets_it() {
         let queue = queue();
         let failure: HookError = "boom".into();
-        requeue::<MachinePair>(&queue, "a", Err(failure));
+        requeue("machine-sync", &queue, "a", Err(failure));
         assert_eq!(queue.failures("a"), 1);
         assert_eq!(
             next_within(&queue, Duration::from_secs(2)).await.as_deref(),
             Some("a")
         );
         queue.done("a");
-        requeue::<MachinePair>(&queue, "a", Ok(Action::requeue(Duration::from_secs(10))));
+        requeue(
+            "machine-sync",
+            &queue,
+            "a",
+            Ok(Action::requeue(Duration::from_secs(10))),
+        );
         assert_eq!(queue.failures("a"), 0);
         assert_eq!(
             next_within(&queue, Duration::from_secs(11)).await.as_deref(),

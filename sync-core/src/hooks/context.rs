@@ -115,6 +115,9 @@ impl<P: SyncPair> Caches<P> {
 
 /// Everything a hook may use besides the objects themselves.
 pub struct SyncContext<P: SyncPair> {
+    /// The controller's name: its pair's, or a follower's own
+    /// ([`crate::SyncController::follower`]).
+    pub controller: &'static str,
     /// A client with the controller's identity.
     pub client: Client,
     /// The two namespaces.
@@ -197,7 +200,7 @@ impl<P: SyncPair> SyncContext<P> {
             secondary: None,
         };
         if let Err(error) = self.recorder.publish_in_series(&event, object, series).await {
-            tracing::warn!(controller = P::NAME, %error, reason, "failed to publish event");
+            tracing::warn!(controller = self.controller, %error, reason, "failed to publish event");
         }
     }
 }

@@ -84,6 +84,13 @@ pub trait DeclaredWithoutCustomHooks: SyncPair {}
 #[diagnostic::do_not_recommend]
 impl<P: DeclaredWithoutCustomHooks> SyncHooks<P> for P {}
 
+/// The stub hooks for any pair: its objects are watched and cached, and nothing is
+/// written (an operator that cannot sync a platform still serves its caches).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stubs;
+
+impl<P: SyncPair> SyncHooks<P> for Stubs {}
+
 /// The stub every hook defaults to: log at debug level (with the resourceVersions it
 /// saw, so a test of a separate process can tell which change reached it), wait for the
 /// next change.
@@ -93,7 +100,7 @@ pub async fn stub<P: SyncPair>(
     ctx: &SyncContext<P>,
 ) -> HookResult {
     tracing::debug!(
-        controller = P::NAME,
+        controller = ctx.controller,
         name = %objects.name,
         %direction,
         mapi = objects.mapi.as_ref().map(|o| o.name_any()).as_deref(),

@@ -202,6 +202,11 @@ impl WorkQueue {
         self.len() == 0
     }
 
+    /// Whether [`Self::shut_down`] was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.lock().shut_down
+    }
+
     /// Stops handing out names: every pending and future [`Self::get`] returns `None`.
     pub fn shut_down(&self) {
         let mut state = self.shared.lock();

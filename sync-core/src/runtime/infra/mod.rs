@@ -211,14 +211,14 @@ impl InfraTracker {
         }
     }
 
-    /// Registers a controller of pair `P`; the registration reports its CAPI objects'
+    /// Registers `controller`, of pair `P` (its Events carry that name); the registration reports its CAPI objects'
     /// references and yields the names infrastructure changes reconcile.
-    pub fn register<P: SyncPair>(&self) -> InfraRegistration {
+    pub fn register<P: SyncPair>(&self, controller: &str) -> InfraRegistration {
         let (triggers, receiver) = mpsc::unbounded_channel();
         let recorder = Recorder::new(
             self.inner.client.clone(),
             Reporter {
-                controller: P::NAME.to_owned(),
+                controller: controller.to_owned(),
                 instance: self.inner.config.instance.clone(),
             },
         );
