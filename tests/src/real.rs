@@ -8,7 +8,7 @@ use std::time::Duration;
 use controllers::machine::{MachineHooks, MachineSync};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
 use controllers::migration::{
-    MachineMigration, MachineMigrationHooks, MachineSetMigration, MachineSetMigrationHooks, MigrationConfig,
+    MachineMigrationHooks, MachineSetMigrationHooks, MigratingPair, MigrationConfig,
 };
 use controllers::simulate::SimulatedProviders;
 use controllers::sync::Cluster as ClusterFacts;
@@ -344,14 +344,22 @@ impl RealSync {
             .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()))
             .with_checkpoint(checkpoint.clone());
-        let sets = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config.clone())
+        let sets = SyncController::<MachineSetSync>::new(cluster.controller_client.clone(), config)
             .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()))
             .with_checkpoint(checkpoint);
+        // The migration controllers follow the sync controllers, on their caches, as the
+        // operator runs them.
+        let followers = migration.map(|migration| {
+            let machines = machines.follower(<MachineSync as MigratingPair>::MIGRATION);
+            let sets = sets.follower(<MachineSetSync as MigratingPair>::MIGRATION);
+            (machines, sets, migration)
+        });
         let mut ready = vec![machines.readiness(), sets.readiness()];
+        let capi_sets = sets.caches().capi;
         let mut tasks = vec![
             tokio::spawn(machines.run(
-                MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
+                MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(capi_sets),
                 stop.clone().cancelled_owned(),
             )),
             tokio::spawn(sets.run(
@@ -359,14 +367,7 @@ impl RealSync {
                 stop.clone().cancelled_owned(),
             )),
         ];
-        if let Some(migration) = migration {
-            let machines =
-                SyncController::<MachineMigration>::new(cluster.controller_client.clone(), config.clone())
-                    .with_infra(tracker.clone())
-                    .with_observer(Arc::new(observer.clone()));
-            let sets = SyncController::<MachineSetMigration>::new(cluster.controller_client.clone(), config)
-                .with_infra(tracker)
-                .with_observer(Arc::new(observer.clone()));
+        if let Some((machines, sets, migration)) = followers {
             ready.extend([machines.readiness(), sets.readiness()]);
             tasks.push(tokio::spawn(machines.run_migration(
                 MachineMigrationHooks::new(migration.clone()),

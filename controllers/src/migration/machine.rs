@@ -1,27 +1,20 @@
-//! The Machine migration controller: a second declaration of the Machine pair, so that it
-//! has its own name (logs, metrics, Events), watches both sides and the InfraMachines
-//! (upstream #300: a migration stuck because CAPI objects were not watched), and runs the
-//! protocol of [`super`] instead of the sync hooks.
+//! The Machine migration controller: a follower of the Machine sync
+//! ([`sync_core::SyncController::follower`]) under a name of its own (logs, metrics,
+//! Events). It reads the sync's caches, and the sync's watches of both sides and of the
+//! InfraMachines queue its names (upstream #300: a migration stuck because CAPI objects
+//! were not watched); it runs the protocol of [`super`] instead of the sync hooks.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
-use sync_macros::sync_controller;
 
 use super::protocol::{MigratingPair, Migrator};
-
-/// Hands Machines over between the Machine API and Cluster API. Run with
-/// `SyncController::run_migration`; its sync hooks are the unused stubs.
-#[sync_controller(
-    mapi = mapi::Machine,
-    capi = capi::Machine,
-    infra_ref = spec.infrastructure_ref,
-    name = "machine-migration",
-)]
-pub struct MachineMigration;
+use crate::machine::MachineSync;
 
 /// The Machine migration controller's hooks.
-pub type MachineMigrationHooks = Migrator<MachineMigration>;
+pub type MachineMigrationHooks = Migrator<MachineSync>;
 
-impl MigratingPair for MachineMigration {
+impl MigratingPair for MachineSync {
+    const MIGRATION: &'static str = "machine-migration";
+
     const CONTROLLER: &'static str = "MachineMigrationController";
 
     const INFRA_REPORTS_PAUSED: bool = true;

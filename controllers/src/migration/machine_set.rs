@@ -1,27 +1,20 @@
-//! The MachineSet migration controller: a second declaration of the MachineSet pair, so that it
-//! has its own name (logs, metrics, Events), watches both sides and the InfraMachineTemplates
-//! (upstream #300: a migration stuck because CAPI objects were not watched), and runs the
-//! protocol of [`super`] instead of the sync hooks.
+//! The MachineSet migration controller: a follower of the MachineSet sync
+//! ([`sync_core::SyncController::follower`]) under a name of its own (logs, metrics,
+//! Events). It reads the sync's caches, and the sync's watches of both sides and of the
+//! InfraMachineTemplates queue its names; it runs the protocol of [`super`] instead of
+//! the sync hooks.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
-use sync_macros::sync_controller;
 
 use super::protocol::{MigratingPair, Migrator};
-
-/// Hands MachineSets over between the Machine API and Cluster API. Run with
-/// `SyncController::run_migration`; its sync hooks are the unused stubs.
-#[sync_controller(
-    mapi = mapi::MachineSet,
-    capi = capi::MachineSet,
-    infra_ref = spec.template.spec.infrastructure_ref,
-    name = "machineset-migration",
-)]
-pub struct MachineSetMigration;
+use crate::machine_set::MachineSetSync;
 
 /// The MachineSet migration controller's hooks.
-pub type MachineSetMigrationHooks = Migrator<MachineSetMigration>;
+pub type MachineSetMigrationHooks = Migrator<MachineSetSync>;
 
-impl MigratingPair for MachineSetMigration {
+impl MigratingPair for MachineSetSync {
+    const MIGRATION: &'static str = "machineset-migration";
+
     const CONTROLLER: &'static str = "MachineSetMigrationController";
 
     const INFRA_REPORTS_PAUSED: bool = false;

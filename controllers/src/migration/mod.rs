@@ -25,8 +25,9 @@ mod machine;
 mod machine_set;
 mod protocol;
 
-pub use machine::{MachineMigration, MachineMigrationHooks};
-pub use machine_set::{MachineSetMigration, MachineSetMigrationHooks};
+pub use machine::MachineMigrationHooks;
+pub use machine_set::MachineSetMigrationHooks;
 pub use protocol::{
-    MIGRATION_CONDITION, MigrationConfig, MigrationMetrics, MigrationResult, condition_field_manager,
+    MIGRATION_CONDITION, MigratingPair, MigrationConfig, MigrationMetrics, MigrationResult, Migrator,
+    condition_field_manager,
 };

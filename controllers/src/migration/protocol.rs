@@ -80,9 +80,14 @@ pub fn condition_field_manager(controller: &str) -> String {
     format!("{controller}-MigrationCondition")
 }
 
-/// What differs between the kinds a migration controller hands over.
+/// What differs between the kinds a migration controller hands over. The migration
+/// controller is a follower of the pair's sync controller, on its caches.
 pub trait MigratingPair: SyncPair {
-    /// The controller's name in field managers (`MachineMigrationController`).
+    /// The migration controller's name: its logs, Events and reconcile metrics
+    /// (`machine-migration`).
+    const MIGRATION: &'static str;
+    /// The controller's name in field managers and migration metrics
+    /// (`MachineMigrationController`).
     const CONTROLLER: &'static str;
     /// `spec.authoritativeAPI` of the MAPI object.
     fn requested(mapi: &Self::Mapi) -> Option<&AuthoritativeApi>;

@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
 use sync_core::store::Store;
 
-use crate::migration::{MachineMigration, MachineSetMigration, MigrationMetrics, MigrationResult};
+use crate::migration::{MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
 use sync_core::{Caches, InfraTracker, MapiObject, SyncPair};
 
@@ -146,17 +146,6 @@ impl Metrics {
             "Time from a migration's request to its end (or to its stall), by controller and result",
             migration_durations.clone(),
         );
-        // Every migration series exists from the start (at 0), so that `increase()` in an
-        // alert sees the first stall.
-        for controller in [MachineMigration::NAME, MachineSetMigration::NAME] {
-            for result in [
-                MigrationResult::Completed,
-                MigrationResult::RolledBack,
-                MigrationResult::Stalled,
-            ] {
-                drop(migrations.get_or_create(&[("controller", controller), ("result", result.label())]));
-            }
-        }
         let gate = Family::<Labels<1>, Gauge>::default();
         registry.register(
             "sync_feature_gate_enabled",
@@ -207,6 +196,22 @@ impl Metrics {
         self.gate
             .get_or_create(&[("gate", crate::feature_gate::GATE)])
             .set(i64::from(enabled));
+    }
+
+    /// Makes every migration series of `controllers` (their migration-metrics names,
+    /// [`crate::migration::MigratingPair::CONTROLLER`]) exist at 0, so that `increase()`
+    /// in an alert sees the first stall.
+    pub fn expect_migrations(&self, controllers: &[&'static str]) {
+        for &controller in controllers {
+            for result in [
+                MigrationResult::Completed,
+                MigrationResult::RolledBack,
+                MigrationResult::Stalled,
+            ] {
+                let labels = [("controller", controller), ("result", result.label())];
+                drop(self.migrations.get_or_create(&labels));
+            }
+        }
     }
 
     /// Exports these caches (those of the controllers now running) instead of the last ones.
@@ -315,6 +320,11 @@ impl CacheCount {
             counts.push(Self::store(P::NAME, "owner_mirror", store.clone()));
         }
         counts
+    }
+
+    /// Its `controller` and `cache` labels.
+    pub fn labels(&self) -> (&'static str, &'static str) {
+        (self.controller, self.cache)
     }
 
     fn store<K: 'static>(controller: &'static str, cache: &'static str, store: Store<K>) -> Self {
@@ -520,6 +530,29 @@ mod tests {
         }
         let open = metrics.encode(Format::OpenMetrics)?;
         assert!(open.ends_with("# EOF\n"), "{open}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_migration_counts_on_the_series_that_existed_at_zero() -> Result<(), fmt::Error> {
+        let metrics = Metrics::new(Vec::new(), None);
+        metrics.expect_migrations(&["MachineMigrationController"]);
+        let zero = r#"sync_migrations_total{controller="MachineMigrationController",result="stalled"} 0"#;
+        assert!(metrics.encode(Format::Prometheus)?.contains(zero));
+        MigrationMetrics::migration(
+            &metrics,
+            "MachineMigrationController",
+            MigrationResult::Stalled,
+            None,
+        );
+        let text = metrics.encode(Format::Prometheus)?;
+        let one = r#"sync_migrations_total{controller="MachineMigrationController",result="stalled"} 1"#;
+        assert!(text.contains(one), "{text}");
+        assert_eq!(
+            text.matches("result=\"stalled\"").count(),
+            1,
+            "one series: {text}"
+        );
         Ok(())
     }
 

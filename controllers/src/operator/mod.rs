@@ -11,6 +11,7 @@ pub mod http;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
+pub mod pairs;
 pub mod policies;
 pub mod requests;
 pub mod run;

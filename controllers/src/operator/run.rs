@@ -19,8 +19,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Reporter};
 use sync_core::events::Recorder;
-use sync_core::observe::Observer;
-use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController, SyncPair};
+use sync_core::{Checkpoint, InfraConfig, InfraTracker, Namespaces, SyncConfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -28,19 +27,15 @@ use super::cli::{Cli, Listener};
 use super::health::{Health, Phase};
 use super::http::{self, BindError, Routes};
 use super::leader::{self, LeaderElector, LeaseError, LeaseSettings};
-use super::metrics::{CacheCount, Metrics};
+use super::metrics::Metrics;
+use super::pairs::{Mode, Pairs, Shared, Syncing};
 use super::requests;
 use super::shutdown::{Deadlines, ShutdownBudget};
 use crate::client::{ClientError, client_from};
 use crate::feature_gate::{self, GateSource};
-use crate::machine::{MachineHooks, MachineSync};
-use crate::machine_set::{MachineSetHooks, MachineSetSync};
-use crate::migration::{
-    MachineMigration, MachineMigrationHooks, MachineSetMigration, MachineSetMigrationHooks, MigrationConfig,
-    MigrationMetrics,
-};
-use crate::sync::Cluster;
+use crate::migration::MigrationConfig;
 use crate::sync::cluster::InfraCluster;
+use crate::sync::{Cluster, PlatformHooks};
 use crate::user_data::UserDataSync;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -626,38 +621,24 @@ impl Wiring {
         }
     }
 
-    /// The four controllers, their caches exported and their readiness reported.
+    /// Every pair's controllers ([`Pairs::build`]), their caches exported and their
+    /// readiness reported.
     fn build(&self) -> Controllers {
-        let config = &self.config;
-        let client = &self.client;
-        let observer: Arc<dyn Observer> = self.metrics.clone();
-        let machines = SyncController::<MachineSync>::new(client.clone(), config.clone());
-        let machines = machines
-            .with_infra(self.infra.clone())
-            .with_observer(observer.clone());
-        let sets = SyncController::<MachineSetSync>::new(client.clone(), config.clone());
-        let sets = sets
-            .with_infra(self.infra.clone())
-            .with_observer(observer.clone());
-        let machine_migration = SyncController::<MachineMigration>::new(client.clone(), config.clone());
-        let machine_migration = machine_migration
-            .with_infra(self.infra.clone())
-            .with_observer(observer.clone());
-        let set_migration = SyncController::<MachineSetMigration>::new(client.clone(), config.clone());
-        let set_migration = set_migration
-            .with_infra(self.infra.clone())
-            .with_observer(observer);
-        let mut caches = CacheCount::of(&machines.caches());
-        caches.extend(CacheCount::of(&sets.caches()));
-        self.metrics.set_caches(caches);
+        let shared = Shared {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            infra: self.infra.clone(),
+            observer: self.metrics.clone(),
+        };
+        let pairs = Pairs::build(&shared);
+        self.metrics.set_caches(pairs.caches());
+        self.metrics.expect_migrations(&pairs.migration_controllers());
         Controllers {
-            machines,
-            sets,
-            machine_migration,
-            set_migration,
+            pairs,
+            namespaces: self.config.namespaces.clone(),
             migration: self.migration.clone(),
             checkpoint_namespace: self.checkpoint_namespace.clone(),
-            client: client.clone(),
+            client: self.client.clone(),
             metrics: self.metrics.clone(),
             health: self.health.clone(),
             instance: self.instance.clone(),
@@ -668,10 +649,8 @@ impl Wiring {
 
 /// The sync and migration controllers, run together.
 struct Controllers {
-    machines: SyncController<MachineSync>,
-    sets: SyncController<MachineSetSync>,
-    machine_migration: SyncController<MachineMigration>,
-    set_migration: SyncController<MachineSetMigration>,
+    pairs: Pairs,
+    namespaces: Namespaces,
     migration: MigrationConfig,
     checkpoint_namespace: Option<String>,
     client: Client,
@@ -694,76 +673,59 @@ impl Controllers {
     async fn run(self, stop: CancellationToken) -> Ended {
         // The sync controllers run whatever the platform: /readyz reports their caches
         // from the start, not only once the platform has been read.
-        let mut running = vec![
-            (MachineSync::NAME, self.machines.readiness()),
-            (MachineSetSync::NAME, self.sets.readiness()),
-        ];
+        let mut running = self.pairs.sync_readiness();
         self.health.set_controllers(running.clone());
         let hooks = self.platform_hooks().await;
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
-        let metrics: Arc<dyn MigrationMetrics> = self.metrics.clone();
-        match hooks {
-            Some((machine_hooks, set_hooks, cluster)) => {
-                running.push((MachineMigration::NAME, self.machine_migration.readiness()));
-                running.push((MachineSetMigration::NAME, self.set_migration.readiness()));
-                self.health.set_controllers(running);
-                let namespaces = self.machines.namespaces().clone();
-                let user_data = UserDataSync::new(self.client.clone(), namespaces.clone(), self.recorder());
-                let (mut machines, mut sets) = (self.machines, self.sets);
-                if let Some(namespace) = &self.checkpoint_namespace {
-                    match cluster.checkpoint(namespace, machines.namespaces()).await {
-                        Ok(checkpoint) => {
-                            machines = machines.with_checkpoint(checkpoint.clone());
-                            sets = sets.with_checkpoint(checkpoint);
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "no restart checkpoint: every pair is reconciled at each start")
-                        }
-                    }
-                }
-                // The conversions read the infrastructure cluster object once: when it
-                // changes, the controllers stop and are built again with the new facts.
-                let controllers = stop.child_token();
-                let all = async {
-                    tokio::join!(
-                        user_data.run(controllers.clone()),
-                        machines.run(machine_hooks, controllers.clone().cancelled_owned()),
-                        sets.run(set_hooks, controllers.clone().cancelled_owned()),
-                        self.machine_migration.run_migration(
-                            MachineMigrationHooks::new(self.migration.clone()).with_metrics(metrics.clone()),
-                            controllers.clone().cancelled_owned()
-                        ),
-                        self.set_migration.run_migration(
-                            MachineSetMigrationHooks::new(self.migration.clone()).with_metrics(metrics),
-                            controllers.clone().cancelled_owned()
-                        ),
-                    )
-                };
-                tokio::pin!(all);
-                tokio::select! {
-                    _ = &mut all => {}
-                    read = cluster.infra_cluster_changes(&self.client, &namespaces.capi) => {
-                        let present = matches!(read, InfraCluster::Found(_));
-                        tracing::info!(present, "the infrastructure cluster object changed; restarting the controllers");
-                        controllers.cancel();
-                        all.await;
-                        tracing::info!("controllers stopped");
-                        return Ended::FactsChanged;
-                    }
-                }
-            }
+        let Some((hooks, cluster)) = hooks else {
             // Watched but left alone: the stub hooks write nothing, and nothing migrates
             // without a sync to keep the sides equal.
-            None => {
-                self.health.set_controllers(running);
-                tokio::join!(
-                    self.machines.run(MachineSync, stop.clone().cancelled_owned()),
-                    self.sets.run(MachineSetSync, stop.cancelled_owned()),
-                );
+            self.pairs.run(Mode::Watch, stop).await;
+            tracing::info!("controllers stopped");
+            return Ended::Stopped;
+        };
+        running.extend(self.pairs.migration_readiness());
+        self.health.set_controllers(running);
+        let user_data = UserDataSync::new(self.client.clone(), self.namespaces.clone(), self.recorder());
+        let syncing = Syncing {
+            hooks,
+            checkpoint: self.checkpoint(&cluster).await,
+            migration: self.migration.clone(),
+            metrics: Some(self.metrics.clone()),
+        };
+        // The conversions read the infrastructure cluster object once: when it changes,
+        // the controllers stop and are built again with the new facts.
+        let controllers = stop.child_token();
+        let all = futures::future::join(
+            user_data.run(controllers.clone()),
+            self.pairs.run(Mode::Sync(Arc::new(syncing)), controllers.clone()),
+        );
+        tokio::pin!(all);
+        tokio::select! {
+            _ = &mut all => {}
+            read = cluster.infra_cluster_changes(&self.client, &self.namespaces.capi) => {
+                let present = matches!(read, InfraCluster::Found(_));
+                tracing::info!(present, "the infrastructure cluster object changed; restarting the controllers");
+                controllers.cancel();
+                all.await;
+                tracing::info!("controllers stopped");
+                return Ended::FactsChanged;
             }
         }
         tracing::info!("controllers stopped");
         Ended::Stopped
+    }
+
+    /// The sync controllers' restart checkpoint, if one is kept and can be.
+    async fn checkpoint(&self, cluster: &Cluster) -> Option<Checkpoint> {
+        let namespace = self.checkpoint_namespace.as_ref()?;
+        match cluster.checkpoint(namespace, &self.namespaces).await {
+            Ok(checkpoint) => Some(checkpoint),
+            Err(error) => {
+                tracing::warn!(%error, "no restart checkpoint: every pair is reconciled at each start");
+                None
+            }
+        }
     }
 
     /// The operator's Event recorder (as this replica).
@@ -779,7 +741,7 @@ impl Controllers {
 
     /// The hooks for the cluster's platform, from the `Infrastructure` object; `None` (the
     /// objects are left alone) when it cannot be read or its platform has no conversion.
-    async fn platform_hooks(&self) -> Option<(MachineHooks, MachineSetHooks, Arc<Cluster>)> {
+    async fn platform_hooks(&self) -> Option<(PlatformHooks, Arc<Cluster>)> {
         let mut cluster = match Cluster::read(&self.client).await {
             Ok(cluster) => cluster,
             Err(error) => {
@@ -789,45 +751,45 @@ impl Controllers {
             }
         };
         cluster
-            .read_infra_cluster(&self.client, &self.machines.namespaces().capi)
+            .read_infra_cluster(&self.client, &self.namespaces.capi)
             .await;
         // The reason goes into a log line and an Event's note: words, whichever check failed.
         let enabled = platform_enabled(&self.platforms, &cluster.platform).map_err(|e| e.to_string());
-        let platform = match enabled
-            .and_then(|()| crate::platform::for_cluster(&cluster).map_err(|e| e.to_string()))
-        {
-            Ok(platform) => platform,
-            Err(reason) => {
-                tracing::warn!(platform = %cluster.platform, %reason, "leaving Machines and MachineSets alone");
-                self.metrics.set_platform(&cluster.platform, false);
-                let recorder = self.recorder();
-                let event = Event {
-                    type_: EventType::Warning,
-                    reason: "UnsupportedPlatform".into(),
-                    note: Some(format!("{reason}; Machines and MachineSets are not synced")),
-                    action: "Sync".into(),
-                    secondary: None,
-                };
-                let reference = ObjectReference {
-                    api_version: Some("config.openshift.io/v1".into()),
-                    kind: Some("Infrastructure".into()),
-                    name: Some("cluster".into()),
-                    ..ObjectReference::default()
-                };
-                if let Err(error) = recorder.publish(&event, &reference).await {
-                    tracing::warn!(%error, "failed to publish the UnsupportedPlatform event");
+        let platform =
+            match enabled.and_then(|()| crate::platform::for_cluster(&cluster).map_err(|e| e.to_string())) {
+                Ok(platform) => platform,
+                Err(reason) => {
+                    self.refuse_platform(&cluster.platform, &reason).await;
+                    return None;
                 }
-                return None;
-            }
-        };
+            };
         tracing::info!(platform = %cluster.platform, cluster = %cluster.infrastructure_name, "syncing");
         self.metrics.set_platform(&cluster.platform, true);
         let cluster = Arc::new(cluster);
-        Some((
-            MachineHooks::new(platform.clone(), cluster.clone()).with_capi_sets(self.sets.caches().capi),
-            MachineSetHooks::new(platform, cluster.clone()),
-            cluster,
-        ))
+        Some((PlatformHooks::new(platform, cluster.clone()), cluster))
+    }
+
+    /// Says why `platform` is not synced: a log line, the metric, and a Warning Event on
+    /// the `Infrastructure` object.
+    async fn refuse_platform(&self, platform: &str, reason: &str) {
+        tracing::warn!(%platform, %reason, "leaving Machines and MachineSets alone");
+        self.metrics.set_platform(platform, false);
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "UnsupportedPlatform".into(),
+            note: Some(format!("{reason}; Machines and MachineSets are not synced")),
+            action: "Sync".into(),
+            secondary: None,
+        };
+        let reference = ObjectReference {
+            api_version: Some("config.openshift.io/v1".into()),
+            kind: Some("Infrastructure".into()),
+            name: Some("cluster".into()),
+            ..ObjectReference::default()
+        };
+        if let Err(error) = self.recorder().publish(&event, &reference).await {
+            tracing::warn!(%error, "failed to publish the UnsupportedPlatform event");
+        }
     }
 }
 
