@@ -13,6 +13,7 @@ use tokio::process::Command;
 use super::BenchError;
 use super::fill::{self, Fleet};
 use super::procfs;
+use super::real_controllers::Wiring;
 use super::sut::{self, Implementation, Probes};
 
 /// The argument that selects the child mode.
@@ -40,6 +41,10 @@ pub struct Memory {
 /// The child mode of the real sync (the operator's controllers with the AWS hooks), next
 /// to [`Implementation::as_str`]'s.
 pub const REAL: &str = "real";
+
+/// The child mode of the operator's pairs: the real sync and, following it on its caches,
+/// the migration controllers.
+pub const REAL_OPERATOR: &str = "real-operator";
 
 /// Runs `exe` in child mode for `implementation` against the cluster of `kubeconfig` and
 /// reads its memory once it has reconciled `fleet`.
@@ -114,23 +119,28 @@ pub async fn measure_mode(
 
 /// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>`. Runs
 /// the implementation until every name is reconciled, prints `reconciled <ms>`, then runs
-/// on until stdin closes. The real sync ([`REAL`]) runs until quiet instead: it
-/// reconciles a synchronized fleet without writing.
+/// on until stdin closes. The real sync ([`REAL`], [`REAL_OPERATOR`]) runs until quiet
+/// instead: it reconciles a synchronized fleet without writing.
 pub async fn child(args: &[String]) -> Result<(), BenchError> {
     let usage = || {
         BenchError::Other(format!(
-            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}> <kubeconfig> <machines> <sets>"
+            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}|{REAL_OPERATOR}> <kubeconfig> <machines> <sets>"
         ))
     };
     let [implementation, kubeconfig, machines, sets] = args else {
         return Err(usage());
     };
-    if implementation == REAL {
+    if implementation == REAL || implementation == REAL_OPERATOR {
+        let wiring = if implementation == REAL {
+            Wiring::Sync
+        } else {
+            Wiring::Operator
+        };
         let machines: usize = machines.parse().map_err(|_| usage())?;
         let sets: usize = sets.parse().map_err(|_| usage())?;
         let started = Instant::now();
         let kubeconfig = std::fs::read_to_string(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
-        let controllers = super::real_controllers::Controllers::start(&kubeconfig, 0)?;
+        let controllers = super::real_controllers::Controllers::start_wired(&kubeconfig, 0, wiring)?;
         controllers.quiet(machines + sets, TIMEOUT).await?;
         println!("{RECONCILED} {}", started.elapsed().as_millis());
         let mut rest = Vec::new();

@@ -789,5 +789,11 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             None,
         )
         .target(64.0),
+        Figure::lower(
+            "the same with the migration controllers (the operator's pairs: each follows its sync controller, on its caches)",
+            "MiB",
+            real.operator_memory.as_ref().map_or(0.0, |m| m.rss_kib as f64 / 1024.0),
+            None,
+        ),
     ]
 }

@@ -1,15 +1,20 @@
 //! The operator's Machine and MachineSet controllers with the AWS hooks, on a runtime of
-//! their own with a counted client: what the real-sync bench and the memory child run.
+//! their own with a counted client: what the real-sync bench and the memory child run —
+//! the two sync controllers, or the operator's whole list ([`Wiring::Operator`]: each
+//! sync controller and its migration controller on the same caches).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use controllers::machine::{MachineHooks, MachineSync};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
-use controllers::sync::Cluster as ClusterFacts;
+use controllers::migration::MigrationConfig;
+use controllers::operator::pairs::{Mode, Pairs, Shared, Syncing};
+use controllers::sync::{Cluster as ClusterFacts, PlatformHooks};
 use kube::Client;
 use sync_core::observe::{Observer, Outcome};
 use sync_core::{InfraConfig, InfraTracker, SyncConfig, SyncController};
+use tokio_util::sync::CancellationToken;
 
 use super::BenchError;
 use super::fill;
@@ -80,6 +85,16 @@ impl TimedObserver {
     }
 }
 
+/// Which controllers run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wiring {
+    /// The Machine and MachineSet sync controllers.
+    Sync,
+    /// The operator's pairs ([`Pairs::build`]): each sync controller and, following it on
+    /// its caches, its migration controller.
+    Operator,
+}
+
 /// The controllers with the real hooks, on a runtime of their own, with a counted client.
 pub struct Controllers {
     running: Running,
@@ -90,14 +105,19 @@ pub struct Controllers {
 }
 
 impl Controllers {
-    /// Starts both controllers against the cluster of `kubeconfig`.
+    /// Starts both sync controllers against the cluster of `kubeconfig`.
     pub fn start(kubeconfig: &str, session: usize) -> Result<Self, BenchError> {
+        Self::start_wired(kubeconfig, session, Wiring::Sync)
+    }
+
+    /// Starts the controllers `wiring` says against the cluster of `kubeconfig`.
+    pub fn start_wired(kubeconfig: &str, session: usize, wiring: Wiring) -> Result<Self, BenchError> {
         let requests = Requests::new();
         let observer = TimedObserver::default();
         let (kubeconfig, counted, observed) = (kubeconfig.to_owned(), requests.clone(), observer.clone());
         let running = Running::spawn(&format!("real-{session}"), move |stopped| async move {
             let client = counted_client(&kubeconfig, counted).await?;
-            run_controllers(client, observed, async move {
+            run_controllers(client, observed, wiring, async move {
                 let _ = stopped.await;
             })
             .await
@@ -158,10 +178,11 @@ impl Controllers {
     }
 }
 
-/// Both controllers with the AWS hooks until `shutdown`.
+/// The controllers `wiring` says with the AWS hooks until `shutdown`.
 async fn run_controllers(
     client: Client,
     observer: TimedObserver,
+    wiring: Wiring,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), BenchError> {
     let namespaces = fill::namespaces();
@@ -182,6 +203,27 @@ async fn run_controllers(
         .map_err(|e| BenchError::Other(e.to_string()))?;
     let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
     let observer: Arc<dyn Observer> = Arc::new(observer);
+    if wiring == Wiring::Operator {
+        let pairs = Pairs::build(&Shared {
+            client,
+            config,
+            infra: tracker,
+            observer,
+        });
+        let syncing = Syncing {
+            hooks: PlatformHooks::new(platform, facts),
+            checkpoint: Some(checkpoint),
+            migration: MigrationConfig::default(),
+            metrics: None,
+        };
+        let stop = CancellationToken::new();
+        let stopping = async {
+            shutdown.await;
+            stop.cancel();
+        };
+        futures::future::join(pairs.run(Mode::Sync(Arc::new(syncing)), stop.clone()), stopping).await;
+        return Ok(());
+    }
     let machines = SyncController::<MachineSync>::new(client.clone(), config.clone())
         .with_infra(tracker.clone())
         .with_observer(observer.clone())

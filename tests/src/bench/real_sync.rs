@@ -483,6 +483,9 @@ pub struct RealOutcome {
     /// The real sync's resident memory over the synchronized fleet, in a process of its
     /// own, once quiet.
     pub memory: Option<super::memory::Memory>,
+    /// The same for the operator's pairs: the sync controllers and, on their caches, the
+    /// migration controllers.
+    pub operator_memory: Option<super::memory::Memory>,
     /// Converge: writes (client side), for the ratio to the floor.
     pub converge_writes: u64,
     /// Idle with the simulated providers running.
@@ -612,6 +615,14 @@ pub async fn run(
         memory.peak_kib as f64 / 1024.0,
         memory.reconciled_after.as_secs_f64()
     ));
+    let operator_memory =
+        super::memory::measure_mode(exe, &kubeconfig_file, fleet, super::memory::REAL_OPERATOR).await?;
+    progress(&format!(
+        "  memory with the migration controllers: {:.1} MiB resident (peak {:.1} MiB), quiet after {:.2} s",
+        operator_memory.rss_kib as f64 / 1024.0,
+        operator_memory.peak_kib as f64 / 1024.0,
+        operator_memory.reconciled_after.as_secs_f64()
+    ));
     env.stop().await;
 
     // The floor.
@@ -654,6 +665,7 @@ pub async fn run(
         restart_rv_advance,
         restart_hook_calls,
         memory: Some(memory),
+        operator_memory: Some(operator_memory),
         providers,
     })
 }
