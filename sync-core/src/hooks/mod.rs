@@ -89,6 +89,9 @@ impl<P: DeclaredWithoutCustomHooks> SyncHooks<P> for P {}
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Stubs;
 
+// Kept out of the compiler's "other types implement `SyncHooks`" list: a pair that lacks
+// its hooks is told how to write them, not pointed at the stubs.
+#[diagnostic::do_not_recommend]
 impl<P: SyncPair> SyncHooks<P> for Stubs {}
 
 /// The stub every hook defaults to: log at debug level (with the resourceVersions it
