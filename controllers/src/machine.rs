@@ -480,6 +480,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::sync::testing;
 
     const CAPI_NS: &str = "openshift-cluster-api";
     const MAPI_NS: &str = "openshift-machine-api";
@@ -495,6 +496,69 @@ mod tests {
 
     fn paused(annotations: Option<&BTreeMap<String, String>>) -> bool {
         annotations.is_some_and(|a| a.contains_key(pause::PAUSED_ANNOTATION))
+    }
+
+    #[tokio::test]
+    async fn a_conversion_error_reports_synchronized_false_with_a_warning_and_waits_for_a_change() {
+        let mut machine = mapi::Machine::new("worker-1", Default::default());
+        machine.metadata.namespace = Some(MAPI_NS.into());
+        machine.metadata.uid = Some("uid-1".into());
+        let (client, requests) = testing::recording_client(json!(machine));
+        let namespaces = sync_core::Namespaces {
+            mapi: MAPI_NS.into(),
+            capi: CAPI_NS.into(),
+        };
+        let ctx = testing::context::<MachineSync>(client, namespaces);
+        let objects = SyncObjects::<MachineSync> {
+            name: "worker-1".into(),
+            mapi: Some(Arc::new(machine.clone())),
+            capi: None,
+            infra_ref: None,
+            infra: None,
+        };
+        let path = conversion::FieldPath::new("spec.providerSpec.value.kind");
+        let unsupported = conversion::FieldError::unsupported(path, "DevMachineProviderSpec", "only AWS");
+        let failed: conversion::ConversionResult<()> = Err(conversion::ConversionErrors {
+            errors: vec![unsupported],
+            warnings: Vec::new(),
+        });
+        let step = converted(&ctx, &objects, TO_CAPI, machine.object_ref(&()), failed).await;
+        // Not retried: the reconcile ends awaiting a change.
+        assert!(matches!(step, Err(Stop::Done(action)) if action.requeue_after().is_none()));
+
+        let sent = requests.lock().map(|r| r.clone()).unwrap_or_default();
+        let event = sent
+            .iter()
+            .find(|s| s.method == "POST" && s.uri.contains("/events"));
+        let event = event.map(|e| &e.body).cloned().unwrap_or_default();
+        assert_eq!(event["type"], "Warning", "{sent:?}");
+        assert_eq!(event["reason"], "SynchronizationError");
+        assert_eq!(event["involvedObject"]["name"], "worker-1");
+        let note = event["message"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("FailedToConvertMAPIMachineToCAPI: spec.providerSpec.value.kind"),
+            "{note}"
+        );
+
+        let status = sent.iter().find(|s| s.method == "PATCH");
+        let status = status.cloned().map(|s| (s.uri, s.body)).unwrap_or_default();
+        assert!(
+            status
+                .0
+                .contains("/namespaces/openshift-machine-api/machines/worker-1/status"),
+            "{}",
+            status.0
+        );
+        assert!(
+            status.0.contains("fieldManager=MachineSyncController"),
+            "{}",
+            status.0
+        );
+        let condition = &status.1["status"]["conditions"][0];
+        assert_eq!(condition["type"], "Synchronized");
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "FailedToConvertMAPIMachineToCAPI");
+        assert_eq!(sent.len(), 2, "nothing else is written: {sent:?}");
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod infra;
 pub mod owners;
 pub mod takeover;
 pub mod teardown;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use cluster::Cluster;
 pub use convert::{Platform, Warning};
