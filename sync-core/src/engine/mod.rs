@@ -172,7 +172,9 @@ impl<P: SyncPair> SyncController<P> {
             name,
             client: self.client.clone(),
             config: self.config.clone(),
-            infra: self.infra.clone(),
+            // The leader's tracker (its own, if it was given none) comes with its
+            // registration once it runs ([`Following::infra`]).
+            infra: None,
             observer: self.observer.clone(),
             checkpoint: None,
             ready: watch::Sender::new(false),
@@ -282,14 +284,15 @@ impl<P: SyncPair> SyncController<P> {
             queue: WorkQueue::new(config.backoff),
             client,
             config,
-            infra,
             observer,
             ready,
             caches,
             dispatch,
         };
         match source {
-            Source::Watches { writers, following } => run.lead(writers, following, preparing, shutdown).await,
+            Source::Watches { writers, following } => {
+                run.lead(writers, following, infra, preparing, shutdown).await;
+            }
             Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
         }
     }
@@ -301,7 +304,6 @@ struct Run<P: SyncPair, D> {
     queue: WorkQueue,
     client: Client,
     config: SyncConfig,
-    infra: Option<InfraTracker>,
     observer: Option<Arc<dyn Observer>>,
     ready: watch::Sender<bool>,
     caches: Caches<P>,
@@ -309,20 +311,19 @@ struct Run<P: SyncPair, D> {
 }
 
 impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
-    /// A controller with its own watches: start them, wait for their lists, run the
-    /// workers until `shutdown`, stop the watches.
+    /// A controller with its own watches: start them (and, through `infra`, the
+    /// infrastructure watches), wait for their lists, run the workers until `shutdown`,
+    /// stop the watches.
     async fn lead(
         self,
         writers: Writers<P>,
         following: Following,
+        infra: Option<InfraTracker>,
         preparing: JoinHandle<()>,
         shutdown: impl Future<Output = ()> + Send,
     ) {
         let owners = OwnerIndex::default();
-        let infra = self
-            .infra
-            .clone()
-            .or_else(|| own_tracker::<P>(&self.client, &self.config));
+        let infra = infra.or_else(|| own_tracker::<P>(&self.client, &self.config));
         let mut registration = infra
             .as_ref()
             .filter(|_| P::INFRA_REF.is_some())
@@ -489,6 +490,11 @@ async fn until_ready<P: SyncPair>(
             () = stop.cancelled() => return false,
         }
     }
+    prepared(preparing, stop).await
+}
+
+/// Waits for what the dispatch prepares; false when stopped first.
+async fn prepared(preparing: JoinHandle<()>, stop: &CancellationToken) -> bool {
     tokio::select! {
         _ = preparing => true,
         () = stop.cancelled() => false,
@@ -506,11 +512,7 @@ async fn until_leader_ready(
         synced = leader.synced() => synced,
         () = stop.cancelled() => false,
     };
-    synced
-        && tokio::select! {
-            _ = preparing => true,
-            () = stop.cancelled() => false,
-        }
+    synced && prepared(preparing, stop).await
 }
 
 #[cfg(test)]
