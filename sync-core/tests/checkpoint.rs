@@ -3,6 +3,8 @@
 //! them for everything else.
 #![cfg(feature = "testkit")]
 
+mod common;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -56,17 +58,7 @@ impl SyncHooks<Pair> for Hooks {
 }
 
 async fn create_pair(env: &PairEnv, name: &str, with_capi: bool) -> TestResult {
-    let mapis = Api::<mapi::Machine>::namespaced(env.client(), &env.namespaces().mapi);
-    mapis
-        .create(
-            &PostParams::default(),
-            &mapi::Machine::new(name, mapi::MachineSpec::default()),
-        )
-        .await?;
-    let authority = json!({"status": {"authoritativeAPI": "MachineAPI"}});
-    mapis
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(authority))
-        .await?;
+    common::create_machine_api_machine(env, name).await?;
     if with_capi {
         let mut spec = capi::MachineSpec {
             cluster_name: "cluster".into(),

@@ -4,14 +4,14 @@
 //! with its leader.
 #![cfg(feature = "testkit")]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Request;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::client::Body;
-use serde_json::json;
 use sync_core::api::{InfraRef, MalformedRef, capi, mapi};
 use sync_core::testing::{RecordingHooks, RecordingObserver};
 use sync_core::testkit::PairEnv;
@@ -67,25 +67,10 @@ fn machine_lists(reads: &Reads) -> usize {
         .count()
 }
 
-async fn create_machine(env: &PairEnv, name: &str) -> TestResult {
-    let mapis = Api::<mapi::Machine>::namespaced(env.client(), &env.namespaces().mapi);
-    mapis
-        .create(
-            &PostParams::default(),
-            &mapi::Machine::new(name, mapi::MachineSpec::default()),
-        )
-        .await?;
-    let authority = json!({"status": {"authoritativeAPI": "MachineAPI"}});
-    mapis
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(authority))
-        .await?;
-    Ok(())
-}
-
 #[tokio::test]
 async fn a_follower_reconciles_from_its_leaders_caches_and_stops_with_it() -> TestResult {
     let env = PairEnv::for_pair::<Pair>().await?;
-    create_machine(&env, "before").await?;
+    common::create_machine_api_machine(&env, "before").await?;
     let (client, reads) = reads_of(env.client());
     let observer = RecordingObserver::new();
     let leader = SyncController::<Pair>::new(client, env.config()).with_observer(Arc::new(observer.clone()));
@@ -105,7 +90,7 @@ async fn a_follower_reconciles_from_its_leaders_caches_and_stops_with_it() -> Te
     for hooks in [&leader_hooks, &follower_hooks] {
         hooks.wait_for(WAIT, |call| call.objects.name == "before").await?;
     }
-    create_machine(&env, "after").await?;
+    common::create_machine_api_machine(&env, "after").await?;
     for hooks in [&leader_hooks, &follower_hooks] {
         let call = hooks
             .wait_for(WAIT, |call| {
