@@ -12,23 +12,23 @@ use std::sync::{Arc, OnceLock};
 use ::cel::common::traits::Indexer;
 use ::cel::common::types::{CelString, MAP_TYPE, Type};
 use ::cel::common::value::{CowVal, Val};
-use ::cel::context::VariableResolver;
 use ::cel::{ExecutionError, Value as CelValue};
 use serde_json::{Value, json};
 
 use super::compiled::{Expression, Policy};
 use super::{Attributes, Operation, UserInfo};
 use crate::resources::ResourceInfo;
-use crate::schema::cel::{self, to_cel};
+use crate::schema::cel;
+use crate::schema::json_val::json_val;
 use crate::storage::store::State;
 
-/// A CEL value built once and lent to every evaluation (a [`CelValue`] would be converted
-/// anew each time it is bound).
+/// A CEL value built once and lent to every evaluation: the write's documents are
+/// [`json_val`] views, read where they lie rather than copied into CEL's maps.
 pub type Shared = Arc<dyn Val>;
 
-fn shared(value: CelValue) -> Result<Shared, String> {
-    let boxed: Box<dyn Val> = value.try_into().map_err(|e: ExecutionError| e.to_string())?;
-    Ok(Arc::from(boxed))
+/// A JSON document as a [`Shared`] CEL value.
+pub fn share_json(document: Arc<Value>) -> Shared {
+    Arc::from(json_val(document))
 }
 
 /// The [`Inputs`] of one write, built when a policy first needs them for a version.
@@ -76,7 +76,7 @@ pub struct Inputs<'a> {
     user: &'a UserInfo,
     matched: Arc<ResourceInfo>,
     /// `object`, `oldObject`, `request`, `namespaceObject`.
-    values: [OnceLock<Result<Shared, String>>; 4],
+    values: [OnceLock<Shared>; 4],
 }
 
 const INPUT_NAMES: [&str; 4] = ["object", "oldObject", "request", "namespaceObject"];
@@ -92,25 +92,23 @@ impl<'a> Inputs<'a> {
         }
     }
 
-    fn value(&self, index: usize) -> Result<&dyn Val, String> {
-        let built = self.values[index].get_or_init(|| {
+    fn value(&self, index: usize) -> &Shared {
+        self.values[index].get_or_init(|| {
             let attrs = self.attrs;
-            shared(match index {
-                0 => attrs
-                    .object
-                    .map_or(CelValue::Null, |o| as_version(o, &self.matched)),
-                1 => attrs.old.map_or(CelValue::Null, |o| as_version(o, &self.matched)),
-                2 => to_cel(&request(attrs, self.user, &self.matched), None),
+            let document = match index {
+                0 => attrs.object.map(|o| as_version(o, &self.matched)),
+                1 => attrs.old.map(|o| as_version(o, &self.matched)),
+                2 => Some(request(attrs, self.user, &self.matched)),
                 _ => namespace_object(self.state, attrs),
-            })
-        });
-        built.as_ref().map(|v| v.as_ref()).map_err(Clone::clone)
+            };
+            document.map_or_else(null, |d| share_json(Arc::new(d)))
+        })
     }
 }
 
-/// A CEL value as a [`Shared`] one.
-pub fn share(value: CelValue) -> Result<Shared, String> {
-    shared(value)
+/// CEL's `null`.
+pub fn null() -> Shared {
+    Arc::new(::cel::common::types::CelNull)
 }
 
 /// One evaluation of a policy (one binding, one param).
@@ -122,32 +120,12 @@ pub struct Activation<'p, 'a> {
     variables: RefCell<Vec<Option<Result<Shared, String>>>>,
 }
 
-/// What an expression's variables resolve to: the shared inputs, `params`, `variables`.
-struct Resolver<'r> {
-    inputs: [Option<&'r dyn Val>; 4],
-    params: &'r dyn Val,
-    variables: &'r dyn Val,
-}
-
-impl VariableResolver for Resolver<'_> {
-    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        let value = match variable {
-            "params" => self.params,
-            "variables" => self.variables,
-            name => INPUT_NAMES
-                .iter()
-                .position(|n| *n == name)
-                .and_then(|i| self.inputs[i])?,
-        };
-        Some(CowVal::Borrowed(value))
-    }
-}
-
 impl Activation<'_, '_> {
     /// Runs `expression`; an error is worded as kube's
     /// (`expression '<source>' resulted in error: <why>`).
     pub fn run(&self, expression: &Expression) -> Result<CelValue, String> {
         self.execute(expression)
+            .and_then(|value| CelValue::try_from(value.as_ref()).map_err(|e| cel::error_message(&e)))
             .map_err(|why| format!("expression '{}' resulted in error: {why}", expression.source))
     }
 
@@ -163,7 +141,9 @@ impl Activation<'_, '_> {
         }
     }
 
-    fn execute(&self, expression: &Expression) -> Result<CelValue, String> {
+    /// The value of `expression`, kept as CEL's (a variable's value is lent to the
+    /// expressions that read it, not converted).
+    fn execute(&self, expression: &Expression) -> Result<Box<dyn Val>, String> {
         let program = expression
             .program
             .as_ref()
@@ -171,21 +151,19 @@ impl Activation<'_, '_> {
         for &index in &expression.reads {
             self.variable(index);
         }
-        let mut inputs = [None; 4];
+        let mut ctx = cel::context();
         for (i, name) in INPUT_NAMES.iter().enumerate() {
             if expression.inputs.contains(name) {
-                inputs[i] = Some(self.inputs.value(i)?);
+                ctx.add_variable_as_val(*name, self.inputs.value(i).clone_as_boxed());
             }
         }
-        let variables = self.map(expression);
-        let resolver = Resolver {
-            inputs,
-            params: self.params.as_ref(),
-            variables: &variables,
-        };
-        let mut ctx = cel::context();
-        ctx.set_variable_resolver(&resolver);
-        program.execute(&ctx).map_err(|e| self.explain(&e))
+        if expression.uses_params {
+            ctx.add_variable_as_val("params", self.params.clone_as_boxed());
+        }
+        ctx.add_variable_as_val("variables", Box::new(self.map(expression)));
+        ::cel::Value::resolve_val(program.expression(), &ctx)
+            .map(CowVal::into_owned)
+            .map_err(|e| self.explain(&e))
     }
 
     /// Evaluates variable `index` once (a variable reading itself is an error).
@@ -200,7 +178,7 @@ impl Activation<'_, '_> {
             Err(e) => Err(format!("composited variable {name:?} fails to compile: {e}")),
             Ok(_) => self
                 .execute(expression)
-                .and_then(shared)
+                .map(Arc::from)
                 .map_err(|why| format!("composited variable {name:?} fails to evaluate: {why}")),
         };
         self.variables.borrow_mut()[index] = Some(value);
@@ -318,15 +296,14 @@ pub fn type_name(value: &CelValue) -> &'static str {
 
 /// `object` as the matched resource's version has it, as a CEL value (converted only
 /// when the versions differ).
-fn as_version(object: &Value, matched: &ResourceInfo) -> CelValue {
-    match &matched.schema {
-        Some(version) if object["apiVersion"].as_str() != Some(version.api_version.as_str()) => {
-            let mut copy = object.clone();
-            crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
-            to_cel(&copy, None)
-        }
-        _ => to_cel(object, None),
+fn as_version(object: &Value, matched: &ResourceInfo) -> Value {
+    let mut copy = object.clone();
+    if let Some(version) = &matched.schema
+        && object["apiVersion"].as_str() != Some(version.api_version.as_str())
+    {
+        crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
     }
+    copy
 }
 
 /// `request`: kube's `AdmissionRequest` without the objects.
@@ -356,19 +333,14 @@ fn request(attrs: &Attributes<'_>, user: &UserInfo, matched: &ResourceInfo) -> V
 
 /// `namespaceObject`: the request's namespace (null for cluster-scoped writes and
 /// namespaces themselves), without its managed fields.
-fn namespace_object(state: &State, attrs: &Attributes<'_>) -> CelValue {
+fn namespace_object(state: &State, attrs: &Attributes<'_>) -> Option<Value> {
     let is_namespace = attrs.info.group.is_empty() && attrs.info.plural == "namespaces";
     if attrs.namespace.is_empty() || is_namespace {
-        return CelValue::Null;
+        return None;
     }
-    match state.get("namespaces", "", attrs.namespace) {
-        Some(namespace) => {
-            let mut copy = namespace.as_ref().clone();
-            if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("managedFields");
-            }
-            to_cel(&copy, None)
-        }
-        None => CelValue::Null,
+    let mut copy = state.get("namespaces", "", attrs.namespace)?.as_ref().clone();
+    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
     }
+    Some(copy)
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use cel::Value as CelValue;
 use serde_json::Value;
 
-use super::activation::{Activation, InputCache, Inputs, Shared, share};
+use super::activation::{Activation, InputCache, Inputs, Shared, null, share_json};
 use super::compiled::Policy;
 use super::{Attributes, Denial, matching, params};
 use crate::resources::ResourceInfo;
@@ -96,19 +96,18 @@ fn evaluate_all(
     kind: Option<&ResourceInfo>,
     found: params::Params,
 ) -> Vec<Vec<Decision>> {
-    let null = match share(CelValue::Null) {
-        Ok(null) => null,
-        Err(e) => return vec![failure(policy, e).into_iter().collect()],
-    };
-    let shared = conditions(policy, &inputs.with_params(policy, null), false);
+    let shared = conditions(policy, &inputs.with_params(policy, null()), false);
     if shared.false_one {
         return Vec::new();
     }
     found
         .into_iter()
-        .map(|param| match param_value(kind, param) {
-            Ok(param) => decide(policy, &inputs.with_params(policy, param), &shared),
-            Err(e) => failure(policy, e).into_iter().collect(),
+        .map(|param| {
+            decide(
+                policy,
+                &inputs.with_params(policy, param_value(kind, param)),
+                &shared,
+            )
         })
         .collect()
 }
@@ -139,15 +138,17 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
     });
 }
 
-/// A param as the policy sees it: in the `paramKind`'s version. Converted once per
+/// A param as the policy sees it: in the `paramKind`'s version, a view of the stored
+/// object (of a converted copy when its version differs). Prepared once per
 /// (uid, resourceVersion, version): a policy with a `selector: {}` param sees every
-/// object of the kind on every write it matches.
-fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Result<Shared, String> {
+/// object of the kind on every write it matches, and checking for defaults and the
+/// version walks the object.
+fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared {
     type Key = (String, String, String);
     static CACHE: LazyLock<Mutex<HashMap<Key, Shared>>> = LazyLock::new(Mutex::default);
     const LIMIT: usize = 200_000;
     let (Some(kind), Some(param)) = (kind, param) else {
-        return share(CelValue::Null);
+        return null();
     };
     let meta = &param["metadata"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -158,18 +159,15 @@ fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Result
     );
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(value) = cache.get(&key) {
-        return Ok(value.clone());
+        return value.clone();
     }
-    let served = crate::admission::on_read(kind, &param);
-    let value = share(crate::schema::cel::to_cel(
-        served.as_ref().unwrap_or(&param),
-        None,
-    ))?;
+    let served = crate::admission::on_read(kind, &param).map_or(param, Arc::new);
+    let value = share_json(served);
     if cache.len() >= LIMIT {
         cache.clear();
     }
     cache.insert(key, value.clone());
-    Ok(value)
+    value
 }
 
 /// Sends each failed validation where the binding's `validationActions` say.

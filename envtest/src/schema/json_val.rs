@@ -1,0 +1,494 @@
+//! CEL values that read a shared JSON document where it lies.
+//!
+//! [`super::cel::to_cel`] copies a whole object into CEL's own maps and lists before an
+//! expression runs. An admission policy reads a handful of fields of `object`,
+//! `oldObject` and its params on every write, so the copy would cost more than the
+//! evaluation. A [`json_val`] holds the document (an `Arc`) and a place in it: selecting a
+//! field, testing a key and taking the size read the JSON; only a level that is iterated,
+//! compared with a CEL value or handed to a function is built as CEL's map or list, and
+//! then only that level (its children stay views). Values are those of
+//! `to_cel(value, None)`: plain JSON, no schema typing.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use cel::common::traits::{Container, Indexer, Iterable, Iterator as CelIterator, Sizer, Zeroer};
+use cel::common::types::{CelInt, CelList, CelMap, CelMapKey, CelString, LIST_TYPE, MAP_TYPE, Type};
+use cel::common::value::{Builtin, BuiltinRef, CowVal, StaticVal, Val};
+use cel::{ExecutionError, Value as CelValue};
+use serde_json::Value;
+use yoke::Yoke;
+
+/// A place in a shared document.
+type Node = Yoke<&'static Value, Arc<Value>>;
+
+/// The CEL value of `document`.
+pub fn json_val(document: Arc<Value>) -> Box<dyn Val> {
+    value_at(Yoke::attach_to_cart(document, |v| v))
+}
+
+/// The CEL value at `node`: a view for an object or an array, a copy for a scalar.
+fn value_at(node: Node) -> Box<dyn Val> {
+    match node.get() {
+        Value::Object(_) => Box::new(JsonMap::new(node)),
+        Value::Array(_) => Box::new(JsonList::new(node)),
+        scalar => scalar_val(scalar),
+    }
+}
+
+/// A scalar as `to_cel` gives it.
+fn scalar_val(value: &Value) -> Box<dyn Val> {
+    match value {
+        Value::String(s) => Box::new(CelString::from(s.clone())),
+        other => {
+            let converted: Result<Box<dyn Val>, ExecutionError> = super::cel::to_cel(other, None).try_into();
+            converted.unwrap_or_else(|_| Box::new(CelString::from(String::new())))
+        }
+    }
+}
+
+/// A JSON object as a CEL `map(string, dyn)`.
+pub struct JsonMap {
+    node: Node,
+    /// The level as CEL's own map, built when first needed.
+    built: OnceLock<CelMap<'static>>,
+}
+
+/// A JSON array as a CEL `list(dyn)`.
+pub struct JsonList {
+    node: Node,
+    built: OnceLock<CelList<'static>>,
+}
+
+impl JsonMap {
+    fn new(node: Node) -> Self {
+        Self {
+            node,
+            built: OnceLock::new(),
+        }
+    }
+
+    fn object(&self) -> &serde_json::Map<String, Value> {
+        match self.node.get() {
+            Value::Object(map) => map,
+            _ => unreachable!("a JsonMap is made for an object only"),
+        }
+    }
+
+    /// The value at `key`, a view of the same document.
+    fn child(&self, key: &str) -> Option<Box<dyn Val>> {
+        self.object().get(key)?;
+        Some(value_at(self.node.map_project_cloned(|v, _| &v[key])))
+    }
+
+    fn built(&self) -> &CelMap<'static> {
+        self.built.get_or_init(|| {
+            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = self
+                .object()
+                .keys()
+                .filter_map(|k| Some((CelMapKey::from(k.clone()), self.child(k)?)))
+                .collect();
+            CelMap::from(entries)
+        })
+    }
+}
+
+impl JsonList {
+    fn new(node: Node) -> Self {
+        Self {
+            node,
+            built: OnceLock::new(),
+        }
+    }
+
+    fn items(&self) -> &[Value] {
+        match self.node.get() {
+            Value::Array(items) => items,
+            _ => unreachable!("a JsonList is made for an array only"),
+        }
+    }
+
+    fn built(&self) -> &CelList<'static> {
+        self.built.get_or_init(|| {
+            let items: Vec<Box<dyn Val>> = (0..self.items().len())
+                .map(|i| value_at(self.node.map_project_cloned(|v, _| &v[i])))
+                .collect();
+            CelList::from(items)
+        })
+    }
+}
+
+impl fmt::Debug for JsonMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JsonMap({})", self.node.get())
+    }
+}
+
+impl fmt::Debug for JsonList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JsonList({})", self.node.get())
+    }
+}
+
+impl Val for JsonMap {
+    fn get_type(&self) -> &Type {
+        &MAP_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &MAP_TYPE
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        Some(self)
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        Some(self)
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        Some(self)
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        match other.downcast_ref::<JsonMap>() {
+            Some(other) => same_json(self.node.get(), other.node.get()),
+            None => self.built().equals(other),
+        }
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(JsonMap::new(self.node.clone()))
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::Map(self.built())
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        self.built();
+        self.built.into_inner().map(Builtin::Map)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl StaticVal for JsonMap {}
+
+impl Container for JsonMap {
+    fn contains(&self, key: &dyn Val) -> Result<bool, ExecutionError> {
+        match key.downcast_ref::<CelString<'_>>() {
+            Some(key) => Ok(self.object().contains_key(key.inner())),
+            None => self.built().contains(key),
+        }
+    }
+}
+
+impl Indexer for JsonMap {
+    fn get<'b, 'v>(&'b self, key: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        let Some(name) = key.downcast_ref::<CelString<'_>>().map(CelString::inner) else {
+            return self.built().get(key);
+        };
+        match self.child(name) {
+            Some(child) => Ok(CowVal::Owned(child)),
+            None => Err(ExecutionError::no_such_key(name)),
+        }
+    }
+
+    fn steal<'v>(self: Box<Self>, key: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.get(key).map(CowVal::into_owned)
+    }
+}
+
+impl Iterable for JsonMap {
+    fn iter<'b, 'v>(&'b self) -> Box<dyn CelIterator<'b, 'v> + 'b>
+    where
+        Self: 'v,
+    {
+        self.built().iter()
+    }
+}
+
+impl Sizer for JsonMap {
+    fn size(&self) -> CelInt {
+        (self.object().len() as i64).into()
+    }
+}
+
+impl Zeroer for JsonMap {
+    fn is_zero_value(&self) -> bool {
+        self.object().is_empty()
+    }
+}
+
+impl Val for JsonList {
+    fn get_type(&self) -> &Type {
+        &LIST_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &LIST_TYPE
+    }
+
+    fn as_container(&self) -> Option<&dyn Container> {
+        self.built().as_container()
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self.built())
+    }
+
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        self.built();
+        let built: Box<dyn Indexer + 'v> = Box::new(self.built.into_inner()?);
+        Some(built)
+    }
+
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self.built())
+    }
+
+    fn as_sizer(&self) -> Option<&dyn Sizer> {
+        Some(self)
+    }
+
+    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
+        Some(self)
+    }
+
+    fn equals(&self, other: &dyn Val) -> bool {
+        match other.downcast_ref::<JsonList>() {
+            Some(other) => same_json(self.node.get(), other.node.get()),
+            None => self.built().equals(other),
+        }
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(JsonList::new(self.node.clone()))
+    }
+
+    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
+    where
+        Self: 'v,
+    {
+        BuiltinRef::List(self.built())
+    }
+
+    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
+    where
+        Self: 'v,
+    {
+        self.built();
+        self.built.into_inner().map(Builtin::List)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl StaticVal for JsonList {}
+
+impl Sizer for JsonList {
+    fn size(&self) -> CelInt {
+        (self.items().len() as i64).into()
+    }
+}
+
+impl Zeroer for JsonList {
+    fn is_zero_value(&self) -> bool {
+        self.items().is_empty()
+    }
+}
+
+/// CEL equality of two JSON values: the same keys or items, each equal; scalars compared
+/// as their CEL values (so `1` equals `1.0`, as CEL's heterogeneous equality has it).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(v, w)| same_json(v, w))
+        }
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Number(_), Value::Number(_)) => scalar_val(a).equals(scalar_val(b).as_ref()),
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::Null, Value::Null) => true,
+        _ => false,
+    }
+}
+
+/// `value` as an owned [`CelValue`] (what a program's result converts to).
+pub fn to_value(value: &dyn Val) -> Result<CelValue, ExecutionError> {
+    CelValue::try_from(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Runs `expression` with `object` bound as a view and as `to_cel`'s copy; both must
+    /// give the same result.
+    fn both(object: &Value, expression: &str) -> Result<CelValue, String> {
+        let program = crate::schema::cel::compile(expression).map_err(|e| e.to_string())?;
+        let run = |value: Box<dyn Val>| {
+            let mut ctx = crate::schema::cel::context();
+            ctx.add_variable_as_val("object", value);
+            program
+                .execute(&ctx)
+                .map_err(|e| crate::schema::cel::error_message(&e))
+        };
+        let copied: Box<dyn Val> = crate::schema::cel::to_cel(object, None)
+            .try_into()
+            .map_err(|e: ExecutionError| e.to_string())?;
+        let viewed = run(json_val(Arc::new(object.clone())));
+        assert_eq!(viewed, run(copied), "{expression}");
+        viewed
+    }
+
+    fn sample() -> Value {
+        json!({
+            "metadata": {"name": "m-1", "labels": {"a": "1", "b": "2"}},
+            "spec": {"replicas": 3, "ratio": 1.5, "big": u64::MAX, "on": true, "none": null,
+                     "list": [1, "two", {"three": 3}], "empty": {}}
+        })
+    }
+
+    #[test]
+    fn a_view_reads_fields_keys_and_sizes_as_the_copy_does() {
+        let object = sample();
+        for (expression, want) in [
+            ("object.metadata.name", CelValue::String(Arc::new("m-1".into()))),
+            ("object.spec.replicas", CelValue::Int(3)),
+            ("object.spec.big", CelValue::UInt(u64::MAX)),
+            ("object.spec.ratio", CelValue::Float(1.5)),
+            ("object.spec.on", CelValue::Bool(true)),
+            ("object.spec.none", CelValue::Null),
+            ("'a' in object.metadata.labels", CelValue::Bool(true)),
+            ("'c' in object.metadata.labels", CelValue::Bool(false)),
+            ("size(object.metadata.labels)", CelValue::Int(2)),
+            ("size(object.spec.list)", CelValue::Int(3)),
+            ("object.spec.list[2].three", CelValue::Int(3)),
+            ("has(object.spec.replicas)", CelValue::Bool(true)),
+            ("has(object.spec.missing)", CelValue::Bool(false)),
+            (
+                "object.?status.?phase.orValue('none')",
+                CelValue::String(Arc::new("none".into())),
+            ),
+            ("object.spec.?replicas.orValue(0)", CelValue::Int(3)),
+            (
+                "object.metadata.labels.filter(k, k != 'a')",
+                CelValue::List(Arc::new(vec![CelValue::String(Arc::new("b".into()))])),
+            ),
+            ("object.spec.list.exists(i, i == 'two')", CelValue::Bool(true)),
+            ("1 in object.spec.list", CelValue::Bool(true)),
+        ] {
+            assert_eq!(both(&object, expression), Ok(want), "{expression}");
+        }
+    }
+
+    #[test]
+    fn a_view_equals_a_cel_value_on_either_side_and_another_view() {
+        let object = sample();
+        for expression in [
+            "object.metadata.labels == {'a': '1', 'b': '2'}",
+            "{'a': '1', 'b': '2'} == object.metadata.labels",
+            "[1, 'two', {'three': 3}] == object.spec.list",
+            "object.spec.list == [1, 'two', {'three': 3}]",
+            "object.spec == object.spec",
+            "object.spec.empty == {}",
+            "object.spec.replicas == 3.0",
+        ] {
+            assert_eq!(
+                both(&object, expression),
+                Ok(CelValue::Bool(true)),
+                "{expression}"
+            );
+        }
+        for expression in [
+            "object.metadata.labels == {'a': '1'}",
+            "object.spec == object.metadata",
+            "object.spec.list == [1, 'two']",
+        ] {
+            assert_eq!(
+                both(&object, expression),
+                Ok(CelValue::Bool(false)),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_view_fails_as_the_copy_does() {
+        let object = sample();
+        for expression in [
+            "object.spec.missing",
+            "object.spec.list[7]",
+            "object.metadata.name.nope",
+            "object.spec[1]",
+        ] {
+            assert!(both(&object, expression).is_err(), "{expression}");
+        }
+    }
+
+    #[test]
+    fn a_view_converts_to_the_copy_s_value() {
+        let object = sample();
+        let copied = crate::schema::cel::to_cel(&object, None);
+        assert_eq!(to_value(json_val(Arc::new(object)).as_ref()), Ok(copied));
+    }
+}
