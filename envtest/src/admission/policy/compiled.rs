@@ -1,4 +1,4 @@
-//! A stored policy with its CEL expressions compiled, once per resourceVersion.
+//! A stored policy with its CEL expressions compiled, once per stored version.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -89,30 +89,36 @@ pub struct Policy {
     pub params_by_name: bool,
 }
 
-type Key = (String, String);
+/// A compiled policy and the stored object it was compiled from.
+struct Entry {
+    source: Arc<Value>,
+    compiled: Arc<Policy>,
+}
 
-/// Compiled policies by (uid, resourceVersion): a new version compiles anew.
-static CACHE: LazyLock<Mutex<HashMap<Key, Arc<Policy>>>> = LazyLock::new(Mutex::default);
+/// Compiled policies by the address of the stored object: a new version is a new object,
+/// and an entry is used only while it holds that very object, so a reused address
+/// compiles anew.
+static CACHE: LazyLock<Mutex<HashMap<usize, Entry>>> = LazyLock::new(Mutex::default);
 
 /// Bound on [`CACHE`]: past it, the cache starts over (policies are few).
 const CACHE_LIMIT: usize = 1024;
 
 /// The compiled form of a stored policy.
-pub fn compile(policy: &Value) -> Arc<Policy> {
-    let meta = &policy["metadata"];
-    let key = (
-        meta["uid"].as_str().unwrap_or_default().to_string(),
-        meta["resourceVersion"].as_str().unwrap_or_default().to_string(),
-    );
+pub fn compile(policy: &Arc<Value>) -> Arc<Policy> {
+    let key = Arc::as_ptr(policy) as usize;
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(compiled) = cache.get(&key) {
-        return compiled.clone();
+    if let Some(entry) = cache.get(&key).filter(|e| Arc::ptr_eq(&e.source, policy)) {
+        return entry.compiled.clone();
     }
     if cache.len() >= CACHE_LIMIT {
         cache.clear();
     }
     let compiled = Arc::new(build(policy));
-    cache.insert(key, compiled.clone());
+    let entry = Entry {
+        source: policy.clone(),
+        compiled: compiled.clone(),
+    };
+    cache.insert(key, entry);
     compiled
 }
 

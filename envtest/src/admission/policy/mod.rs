@@ -31,6 +31,7 @@ pub mod matching;
 pub mod params;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -127,20 +128,23 @@ pub fn check(state: &State, attrs: &Attributes<'_>) -> ApiResult<()> {
     let Some(policies) = state.collections.get(POLICIES).filter(|p| !p.is_empty()) else {
         return Ok(());
     };
-    let bindings = state.collections.get(BINDINGS);
+    let mut bindings: HashMap<&str, Vec<&Value>> = HashMap::new();
+    for binding in state
+        .collections
+        .get(BINDINGS)
+        .into_iter()
+        .flat_map(|b| b.values())
+    {
+        let policy = binding["spec"]["policyName"].as_str().unwrap_or_default();
+        bindings.entry(policy).or_default().push(binding);
+    }
     let mut outcome = evaluate::Outcome::default();
     let mut inputs = activation::InputCache::new(state, attrs, &user);
     for policy in policies.values() {
         let name = policy["metadata"]["name"].as_str().unwrap_or_default();
-        let bound: Vec<&Value> = bindings
-            .into_iter()
-            .flat_map(|b| b.values())
-            .filter(|b| b["spec"]["policyName"].as_str() == Some(name))
-            .map(AsRef::as_ref)
-            .collect();
-        if !bound.is_empty() {
+        if let Some(bound) = bindings.get(name) {
             let compiled = compiled::compile(policy);
-            evaluate::policy(state, attrs, &mut inputs, &compiled, &bound, &mut outcome);
+            evaluate::policy(state, attrs, &mut inputs, &compiled, bound, &mut outcome);
         }
     }
     crate::admission::warn(outcome.warnings);
