@@ -306,17 +306,19 @@ pub fn create(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
+    let shared = Arc::new(object);
     let attrs = policy::Attributes {
         operation: policy::Operation::Create,
         info,
         subresource: "",
         namespace,
         name: &name,
-        object: Some(&object),
+        object: Some(&shared),
         old: None,
         dry_run,
     };
     policy::check(state, &attrs)?;
+    let mut object = unshare(shared);
     admission::to_storage(info, &mut object);
     if dry_run {
         return Ok(Arc::new(object));
@@ -614,13 +616,14 @@ pub fn update(
     let scale = info.scale.as_ref().filter(|_| endpoint == Endpoint::Scale);
     let scales = scale.map(|paths| {
         (
-            subresources::scale_of(paths, &new),
-            subresources::scale_of(paths, &current),
+            Arc::new(subresources::scale_of(paths, &new)),
+            Arc::new(subresources::scale_of(paths, &current)),
         )
     });
+    let new = Arc::new(new);
     let (object, old_object) = match &scales {
         Some((object, old)) => (object, old),
-        None => (&new, current.as_ref()),
+        None => (&new, &current),
     };
     let attrs = policy::Attributes {
         operation: policy::Operation::Update,
@@ -637,6 +640,7 @@ pub fn update(
         dry_run,
     };
     policy::check(state, &attrs)?;
+    let mut new = unshare(new);
     admission::to_storage(info, &mut new);
     if new == *old {
         // A no-op update does not bump the resourceVersion, as in kube-apiserver.
@@ -660,6 +664,12 @@ pub fn update(
         rebuild_registry(state);
     }
     Ok(stored)
+}
+
+/// The object the policies were shown, back as the request's own: no copy once their
+/// views of it are gone.
+fn unshare(object: Arc<Value>) -> Value {
+    Arc::try_unwrap(object).unwrap_or_else(|shared| shared.as_ref().clone())
 }
 
 trait WithMessage {
@@ -717,7 +727,7 @@ pub fn delete(
         namespace,
         name,
         object: None,
-        old: Some(served.as_ref()),
+        old: Some(&served),
         dry_run: options.dry_run,
     };
     policy::check(state, &attrs)?;

@@ -3,11 +3,13 @@
 //! [`super::cel::to_cel`] copies a whole object into CEL's own maps and lists before an
 //! expression runs. An admission policy reads a handful of fields of `object`,
 //! `oldObject` and its params on every write, so the copy would cost more than the
-//! evaluation. A [`json_val`] holds the document (an `Arc`) and a place in it: selecting a
-//! field, testing a key and taking the size read the JSON; only a level that is iterated,
-//! compared with a CEL value or handed to a function is built as CEL's map or list, and
-//! then only that level (its children stay views). Values are those of
-//! `to_cel(value, None)`: plain JSON, no schema typing.
+//! evaluation. A [`json_val`] holds the document (an `Arc`) and a place in it. A level an
+//! expression reaches is built as CEL's own map or list, one level at a time (its values
+//! are views again), once, and shared by the view's clones: cel asks a value whether it is
+//! a built-in one before each field it selects, so the level is needed anyway. Levels no
+//! expression reaches (`managedFields`, most of a spec) are never built; `in`, `size` and
+//! equality between two views read the JSON. Values are those of `to_cel(value, None)`:
+//! plain JSON, no schema typing.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -51,21 +53,23 @@ fn scalar_val(value: &Value) -> Box<dyn Val> {
 /// A JSON object as a CEL `map(string, dyn)`.
 pub struct JsonMap {
     node: Node,
-    /// The level as CEL's own map, built when first needed.
-    built: OnceLock<CelMap<'static>>,
+    /// The level as CEL's own map (its values views again), built when first needed and
+    /// shared by the clones: cel asks a value whether it is a built-in one (an optional,
+    /// a map) before each field it selects, so a level read once is read again.
+    built: Arc<OnceLock<CelMap<'static>>>,
 }
 
 /// A JSON array as a CEL `list(dyn)`.
 pub struct JsonList {
     node: Node,
-    built: OnceLock<CelList<'static>>,
+    built: Arc<OnceLock<CelList<'static>>>,
 }
 
 impl JsonMap {
     fn new(node: Node) -> Self {
         Self {
             node,
-            built: OnceLock::new(),
+            built: Arc::default(),
         }
     }
 
@@ -76,10 +80,9 @@ impl JsonMap {
         }
     }
 
-    /// The value at `key`, a view of the same document.
-    fn child(&self, key: &str) -> Option<Box<dyn Val>> {
-        self.object().get(key)?;
-        Some(value_at(self.node.map_project_cloned(|v, _| &v[key])))
+    /// The value at `key` (present), a view of the same document.
+    fn child(&self, key: &str) -> Box<dyn Val> {
+        value_at(self.node.map_project_cloned(|v, _| &v[key]))
     }
 
     fn built(&self) -> &CelMap<'static> {
@@ -87,7 +90,7 @@ impl JsonMap {
             let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = self
                 .object()
                 .keys()
-                .filter_map(|k| Some((CelMapKey::from(k.clone()), self.child(k)?)))
+                .map(|k| (CelMapKey::from(k.clone()), self.child(k)))
                 .collect();
             CelMap::from(entries)
         })
@@ -98,7 +101,7 @@ impl JsonList {
     fn new(node: Node) -> Self {
         Self {
             node,
-            built: OnceLock::new(),
+            built: Arc::default(),
         }
     }
 
@@ -184,7 +187,10 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        Box::new(JsonMap::new(self.node.clone()))
+        Box::new(JsonMap {
+            node: self.node.clone(),
+            built: self.built.clone(),
+        })
     }
 
     fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
@@ -198,8 +204,7 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        self.built();
-        self.built.into_inner().map(Builtin::Map)
+        Some(Builtin::Map(self.built().clone()))
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -223,13 +228,7 @@ impl Indexer for JsonMap {
     where
         Self: 'v,
     {
-        let Some(name) = key.downcast_ref::<CelString<'_>>().map(CelString::inner) else {
-            return self.built().get(key);
-        };
-        match self.child(name) {
-            Some(child) => Ok(CowVal::Owned(child)),
-            None => Err(ExecutionError::no_such_key(name)),
-        }
+        self.built().get(key)
     }
 
     fn steal<'v>(self: Box<Self>, key: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
@@ -285,9 +284,7 @@ impl Val for JsonList {
     where
         Self: 'v,
     {
-        self.built();
-        let built: Box<dyn Indexer + 'v> = Box::new(self.built.into_inner()?);
-        Some(built)
+        Some(Box::new(self.built().clone()))
     }
 
     fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
@@ -316,7 +313,10 @@ impl Val for JsonList {
     where
         Self: 'v,
     {
-        Box::new(JsonList::new(self.node.clone()))
+        Box::new(JsonList {
+            node: self.node.clone(),
+            built: self.built.clone(),
+        })
     }
 
     fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
@@ -330,8 +330,7 @@ impl Val for JsonList {
     where
         Self: 'v,
     {
-        self.built();
-        self.built.into_inner().map(Builtin::List)
+        Some(Builtin::List(self.built().clone()))
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -98,10 +98,10 @@ impl<'a> Inputs<'a> {
             let document = match index {
                 0 => attrs.object.map(|o| as_version(o, &self.matched)),
                 1 => attrs.old.map(|o| as_version(o, &self.matched)),
-                2 => Some(request(attrs, self.user, &self.matched)),
-                _ => namespace_object(self.state, attrs),
+                2 => Some(Arc::new(request(attrs, self.user, &self.matched))),
+                _ => namespace_object(self.state, attrs).map(Arc::new),
             };
-            document.map_or_else(null, |d| share_json(Arc::new(d)))
+            document.map_or_else(null, share_json)
         })
     }
 }
@@ -294,16 +294,17 @@ pub fn type_name(value: &CelValue) -> &'static str {
     }
 }
 
-/// `object` as the matched resource's version has it, as a CEL value (converted only
-/// when the versions differ).
-fn as_version(object: &Value, matched: &ResourceInfo) -> Value {
-    let mut copy = object.clone();
-    if let Some(version) = &matched.schema
-        && object["apiVersion"].as_str() != Some(version.api_version.as_str())
-    {
-        crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
+/// `object` as the matched resource's version has it (a converted copy only when the
+/// versions differ).
+fn as_version(object: &Arc<Value>, matched: &ResourceInfo) -> Arc<Value> {
+    match &matched.schema {
+        Some(version) if object["apiVersion"].as_str() != Some(version.api_version.as_str()) => {
+            let mut copy = object.as_ref().clone();
+            crate::resources::versions::convert(&mut copy, version, &version.api_version, &version.schema);
+            Arc::new(copy)
+        }
+        _ => object.clone(),
     }
-    copy
 }
 
 /// `request`: kube's `AdmissionRequest` without the objects.

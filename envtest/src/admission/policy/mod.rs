@@ -32,6 +32,7 @@ pub mod params;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -108,10 +109,10 @@ pub struct Attributes<'a> {
     pub namespace: &'a str,
     /// The object's name.
     pub name: &'a str,
-    /// The new object (`None` on DELETE).
-    pub object: Option<&'a Value>,
+    /// The new object (`None` on DELETE); shared, as the policies read it in place.
+    pub object: Option<&'a Arc<Value>>,
     /// The stored object (`None` on CREATE).
-    pub old: Option<&'a Value>,
+    pub old: Option<&'a Arc<Value>>,
     /// A dry run.
     pub dry_run: bool,
 }
