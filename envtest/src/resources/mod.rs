@@ -523,6 +523,8 @@ fn sort_versions(versions: &mut [String]) {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     by_gvr: HashMap<(String, String, String), Arc<ResourceInfo>>,
+    /// The first resource serving each kind, by apiVersion then kind.
+    by_kind: HashMap<String, HashMap<String, Arc<ResourceInfo>>>,
     order: Vec<Arc<ResourceInfo>>,
     groups: BTreeMap<String, Vec<String>>,
     group_order: Vec<String>,
@@ -568,6 +570,11 @@ impl Registry {
         }
         let info = Arc::new(info);
         self.order.push(info.clone());
+        self.by_kind
+            .entry(info.api_version())
+            .or_default()
+            .entry(info.kind.clone())
+            .or_insert_with(|| info.clone());
         self.by_gvr.insert(key, info);
     }
 
@@ -585,10 +592,7 @@ impl Registry {
 
     /// Finds the resource serving `kind` in `apiVersion`.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
-        self.order
-            .iter()
-            .find(|i| i.kind == kind && i.api_version() == api_version)
-            .cloned()
+        self.by_kind.get(api_version)?.get(kind).cloned()
     }
 
     /// Whether a group/version is served.

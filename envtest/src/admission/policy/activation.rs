@@ -209,7 +209,7 @@ impl Activation<'_, '_> {
                 .iter()
                 .zip(values.iter())
                 .find_map(|((name, _), value)| match value {
-                    Some(Err(why)) if name == key.as_str() => Some(why.clone()),
+                    Some(Err(why)) if **name == *key.as_str() => Some(why.clone()),
                     _ => None,
                 });
             if let Some(why) = failed {
@@ -223,7 +223,7 @@ impl Activation<'_, '_> {
 /// `variables`: a map of the values already built, lent rather than converted again.
 #[derive(Debug, Clone)]
 struct VariablesMap {
-    entries: Vec<(String, Shared)>,
+    entries: Vec<(Arc<str>, Shared)>,
 }
 
 /// The type `variables` reports (a map's).
@@ -262,7 +262,7 @@ impl Indexer for VariablesMap {
             .downcast_ref::<CelString<'_>>()
             .map(CelString::inner)
             .unwrap_or_default();
-        match self.entries.iter().find(|(n, _)| n == name) {
+        match self.entries.iter().find(|(n, _)| **n == *name) {
             Some((_, value)) => Ok(CowVal::Borrowed(value.as_ref())),
             None => Err(ExecutionError::no_such_key(name)),
         }

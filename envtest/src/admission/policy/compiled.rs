@@ -28,7 +28,7 @@ pub struct Expression {
 impl Expression {
     /// Compiles `source`; `variables`: the policy's variables compiled so far (an
     /// expression reads only earlier ones).
-    fn compile(source: &str, variable_names: &[String], variables: &[(String, Expression)]) -> Self {
+    fn compile(source: &str, variable_names: &[String], variables: &[(Arc<str>, Expression)]) -> Self {
         let program = cel::compile(source);
         let reads = variables_read(source, variable_names);
         let direct = program
@@ -76,8 +76,9 @@ pub struct Policy {
     pub match_constraints: Value,
     /// `matchConditions` (name, expression).
     pub match_conditions: Vec<(String, Expression)>,
-    /// `variables` (name, expression), in order.
-    pub variables: Vec<(String, Expression)>,
+    /// `variables` (name, expression), in order; the name is lent to each evaluation's
+    /// `variables` map.
+    pub variables: Vec<(Arc<str>, Expression)>,
     /// `validations`.
     pub validations: Vec<Validation>,
     /// `auditAnnotations` (key, valueExpression).
@@ -126,10 +127,10 @@ fn build(policy: &Value) -> Policy {
     let spec = &policy["spec"];
     let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
     let names: Vec<String> = entries(spec, "variables").map(|v| text(v, "name")).collect();
-    let mut variables: Vec<(String, Expression)> = Vec::new();
+    let mut variables: Vec<(Arc<str>, Expression)> = Vec::new();
     for variable in entries(spec, "variables") {
         let compiled = Expression::compile(&text(variable, "expression"), &names, &variables);
-        variables.push((text(variable, "name"), compiled));
+        variables.push((text(variable, "name").into(), compiled));
     }
     let compile = |source: &str| Expression::compile(source, &names, &variables);
     let param_kind = spec

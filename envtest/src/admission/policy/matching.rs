@@ -27,18 +27,9 @@ pub fn matches(state: &State, attrs: &Attributes<'_>, criteria: &Value) -> Resul
     if criteria.is_null() {
         return Ok(request_resource());
     }
-    let namespace = namespace_matches(state, attrs, &criteria["namespaceSelector"]);
-    if namespace == Ok(false) {
-        return Ok(None);
-    }
-    let object = object_matches(attrs, &criteria["objectSelector"]);
-    if object == Ok(false) {
-        return Ok(None);
-    }
+    // The rules first: most policies are for other resources, and a write outside the
+    // rules is not matched whatever the selectors say (or fail to say).
     let exact = criteria["matchPolicy"].as_str() == Some("Exact");
-    if rules_match(state, attrs, &criteria["excludeResourceRules"], exact).is_some() {
-        return Ok(None);
-    }
     let rules = &criteria["resourceRules"];
     let matched = if rules.as_array().is_none_or(Vec::is_empty) {
         request_resource()
@@ -48,6 +39,17 @@ pub fn matches(state: &State, attrs: &Attributes<'_>, criteria: &Value) -> Resul
     let Some(matched) = matched else {
         return Ok(None);
     };
+    if rules_match(state, attrs, &criteria["excludeResourceRules"], exact).is_some() {
+        return Ok(None);
+    }
+    let namespace = namespace_matches(state, attrs, &criteria["namespaceSelector"]);
+    if namespace == Ok(false) {
+        return Ok(None);
+    }
+    let object = object_matches(attrs, &criteria["objectSelector"]);
+    if object == Ok(false) {
+        return Ok(None);
+    }
     namespace?;
     object?;
     Ok(Some(matched))
