@@ -14,7 +14,7 @@
 //!    there is no audit log).
 //!
 //! Configuration and evaluation errors follow `failurePolicy` (Fail denies, Ignore admits).
-//! Policies are compiled once per resourceVersion ([`compiled`]), so they take effect as
+//! Policies are compiled once per stored version ([`compiled`]), so they take effect as
 //! soon as they are stored and stop when they are deleted. The two kinds themselves are
 //! never subject to policies, as in kube-apiserver. Writes outside a request (the harness
 //! seeding objects, the garbage collector) are not checked: they have no user.
