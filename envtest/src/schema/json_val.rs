@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use cel::common::traits::{Container, Indexer, Iterable, Iterator as CelIterator, Sizer, Zeroer};
-use cel::common::types::{CelInt, CelList, CelMap, CelMapKey, CelString, LIST_TYPE, MAP_TYPE, Type};
+use cel::ExecutionError;
+use cel::common::traits::{Container, Indexer, Iterable, Sizer, Zeroer};
+use cel::common::types::{CelInt, CelList, CelMap, CelMapKey, CelString, Type};
 use cel::common::value::{Builtin, BuiltinRef, CowVal, StaticVal, Val};
-use cel::{ExecutionError, Value as CelValue};
 use serde_json::Value;
 use yoke::Yoke;
 
@@ -50,22 +50,72 @@ fn scalar_val(value: &Value) -> Box<dyn Val> {
     }
 }
 
-/// A JSON object as a CEL `map(string, dyn)`.
-pub struct JsonMap {
+/// A JSON object or array of a shared document as a CEL value; `L` is the cel type its
+/// level is built as.
+pub struct JsonView<L> {
     node: Node,
-    /// The level as CEL's own map (its values views again), built when first needed and
-    /// shared by the clones: cel asks a value whether it is a built-in one (an optional,
-    /// a map) before each field it selects, so a level read once is read again.
-    built: Arc<OnceLock<CelMap<'static>>>,
+    /// The level as cel's own map or list (its values views again), built when first
+    /// needed and shared by the clones: cel asks a value whether it is a built-in one (an
+    /// optional, a map) before each field it selects, so a level read once is read again.
+    built: Arc<OnceLock<L>>,
 }
+
+/// A JSON object as a CEL `map(string, dyn)`.
+pub type JsonMap = JsonView<CelMap<'static>>;
 
 /// A JSON array as a CEL `list(dyn)`.
-pub struct JsonList {
-    node: Node,
-    built: Arc<OnceLock<CelList<'static>>>,
+pub type JsonList = JsonView<CelList<'static>>;
+
+/// What a view needs of the cel type it builds its level as.
+pub trait Level: Val + Container + Indexer + Iterable + Clone + 'static {
+    /// The level at `node` (an object for a map, an array for a list), its values views.
+    fn build(node: &Node) -> Self;
+
+    /// The number of entries of `json`, the level's JSON.
+    fn len(json: &Value) -> usize;
+
+    /// `key in json` when the JSON can tell without building the level.
+    fn contains_in(_json: &Value, _key: &dyn Val) -> Option<bool> {
+        None
+    }
 }
 
-impl JsonMap {
+impl Level for CelMap<'static> {
+    fn build(node: &Node) -> Self {
+        let keys = node.get().as_object().into_iter().flat_map(|map| map.keys());
+        let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = keys
+            .map(|k| {
+                let child = value_at(node.map_project_cloned(|v, _| &v[k]));
+                (CelMapKey::from(k.clone()), child)
+            })
+            .collect();
+        CelMap::from(entries)
+    }
+
+    fn len(json: &Value) -> usize {
+        json.as_object().map_or(0, serde_json::Map::len)
+    }
+
+    fn contains_in(json: &Value, key: &dyn Val) -> Option<bool> {
+        let key = key.downcast_ref::<CelString<'_>>()?;
+        Some(json.as_object().is_some_and(|map| map.contains_key(key.inner())))
+    }
+}
+
+impl Level for CelList<'static> {
+    fn build(node: &Node) -> Self {
+        let items: Vec<Box<dyn Val>> = (0..Self::len(node.get()))
+            .map(|i| value_at(node.map_project_cloned(|v, _| &v[i])))
+            .collect();
+        CelList::from(items)
+    }
+
+    fn len(json: &Value) -> usize {
+        json.as_array().map_or(0, Vec::len)
+    }
+}
+
+impl<L: Level> JsonView<L> {
     fn new(node: Node) -> Self {
         Self {
             node,
@@ -73,74 +123,24 @@ impl JsonMap {
         }
     }
 
-    fn object(&self) -> &serde_json::Map<String, Value> {
-        match self.node.get() {
-            Value::Object(map) => map,
-            _ => unreachable!("a JsonMap is made for an object only"),
-        }
-    }
-
-    /// The value at `key` (present), a view of the same document.
-    fn child(&self, key: &str) -> Box<dyn Val> {
-        value_at(self.node.map_project_cloned(|v, _| &v[key]))
-    }
-
-    fn built(&self) -> &CelMap<'static> {
-        self.built.get_or_init(|| {
-            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = self
-                .object()
-                .keys()
-                .map(|k| (CelMapKey::from(k.clone()), self.child(k)))
-                .collect();
-            CelMap::from(entries)
-        })
+    fn built(&self) -> &L {
+        self.built.get_or_init(|| L::build(&self.node))
     }
 }
 
-impl JsonList {
-    fn new(node: Node) -> Self {
-        Self {
-            node,
-            built: Arc::default(),
-        }
-    }
-
-    fn items(&self) -> &[Value] {
-        match self.node.get() {
-            Value::Array(items) => items,
-            _ => unreachable!("a JsonList is made for an array only"),
-        }
-    }
-
-    fn built(&self) -> &CelList<'static> {
-        self.built.get_or_init(|| {
-            let items: Vec<Box<dyn Val>> = (0..self.items().len())
-                .map(|i| value_at(self.node.map_project_cloned(|v, _| &v[i])))
-                .collect();
-            CelList::from(items)
-        })
-    }
-}
-
-impl fmt::Debug for JsonMap {
+impl<L> fmt::Debug for JsonView<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JsonMap({})", self.node.get())
+        write!(f, "JsonView({})", self.node.get())
     }
 }
 
-impl fmt::Debug for JsonList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JsonList({})", self.node.get())
-    }
-}
-
-impl Val for JsonMap {
+impl<L: Level> Val for JsonView<L> {
     fn get_type(&self) -> &Type {
-        &MAP_TYPE
+        L::cel_type()
     }
 
     fn cel_type() -> &'static Type {
-        &MAP_TYPE
+        L::cel_type()
     }
 
     fn as_container(&self) -> Option<&dyn Container> {
@@ -151,9 +151,11 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        Some(self)
+        Some(self.built())
     }
 
+    /// The view itself, not its level: an owned view is indexed for one value, and
+    /// taking the level out of the shared cell would copy all of them.
     fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
     where
         Self: 'v,
@@ -165,7 +167,7 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        Some(self)
+        Some(self.built())
     }
 
     fn as_sizer(&self) -> Option<&dyn Sizer> {
@@ -177,7 +179,7 @@ impl Val for JsonMap {
     }
 
     fn equals(&self, other: &dyn Val) -> bool {
-        match other.downcast_ref::<JsonMap>() {
+        match other.downcast_ref::<JsonView<L>>() {
             Some(other) => same_json(self.node.get(), other.node.get()),
             None => self.built().equals(other),
         }
@@ -187,7 +189,7 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        Box::new(JsonMap {
+        Box::new(JsonView {
             node: self.node.clone(),
             built: self.built.clone(),
         })
@@ -197,14 +199,14 @@ impl Val for JsonMap {
     where
         Self: 'v,
     {
-        BuiltinRef::Map(self.built())
+        self.built().as_builtin()
     }
 
     fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
     where
         Self: 'v,
     {
-        Some(Builtin::Map(self.built().clone()))
+        Box::new(self.built().clone()).into_builtin()
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -212,18 +214,18 @@ impl Val for JsonMap {
     }
 }
 
-impl StaticVal for JsonMap {}
+impl<L: Level> StaticVal for JsonView<L> {}
 
-impl Container for JsonMap {
+impl<L: Level> Container for JsonView<L> {
     fn contains(&self, key: &dyn Val) -> Result<bool, ExecutionError> {
-        match key.downcast_ref::<CelString<'_>>() {
-            Some(key) => Ok(self.object().contains_key(key.inner())),
+        match L::contains_in(self.node.get(), key) {
+            Some(found) => Ok(found),
             None => self.built().contains(key),
         }
     }
 }
 
-impl Indexer for JsonMap {
+impl<L: Level> Indexer for JsonView<L> {
     fn get<'b, 'v>(&'b self, key: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
     where
         Self: 'v,
@@ -239,116 +241,15 @@ impl Indexer for JsonMap {
     }
 }
 
-impl Iterable for JsonMap {
-    fn iter<'b, 'v>(&'b self) -> Box<dyn CelIterator<'b, 'v> + 'b>
-    where
-        Self: 'v,
-    {
-        self.built().iter()
-    }
-}
-
-impl Sizer for JsonMap {
+impl<L: Level> Sizer for JsonView<L> {
     fn size(&self) -> CelInt {
-        (self.object().len() as i64).into()
+        (L::len(self.node.get()) as i64).into()
     }
 }
 
-impl Zeroer for JsonMap {
+impl<L: Level> Zeroer for JsonView<L> {
     fn is_zero_value(&self) -> bool {
-        self.object().is_empty()
-    }
-}
-
-impl Val for JsonList {
-    fn get_type(&self) -> &Type {
-        &LIST_TYPE
-    }
-
-    fn cel_type() -> &'static Type {
-        &LIST_TYPE
-    }
-
-    fn as_container(&self) -> Option<&dyn Container> {
-        self.built().as_container()
-    }
-
-    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
-    where
-        Self: 'v,
-    {
-        Some(self.built())
-    }
-
-    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
-    where
-        Self: 'v,
-    {
-        Some(Box::new(self.built().clone()))
-    }
-
-    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
-    where
-        Self: 'v,
-    {
-        Some(self.built())
-    }
-
-    fn as_sizer(&self) -> Option<&dyn Sizer> {
-        Some(self)
-    }
-
-    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
-        Some(self)
-    }
-
-    fn equals(&self, other: &dyn Val) -> bool {
-        match other.downcast_ref::<JsonList>() {
-            Some(other) => same_json(self.node.get(), other.node.get()),
-            None => self.built().equals(other),
-        }
-    }
-
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
-    where
-        Self: 'v,
-    {
-        Box::new(JsonList {
-            node: self.node.clone(),
-            built: self.built.clone(),
-        })
-    }
-
-    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
-    where
-        Self: 'v,
-    {
-        BuiltinRef::List(self.built())
-    }
-
-    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
-    where
-        Self: 'v,
-    {
-        Some(Builtin::List(self.built().clone()))
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
-}
-
-impl StaticVal for JsonList {}
-
-impl Sizer for JsonList {
-    fn size(&self) -> CelInt {
-        (self.items().len() as i64).into()
-    }
-}
-
-impl Zeroer for JsonList {
-    fn is_zero_value(&self) -> bool {
-        self.items().is_empty()
+        L::len(self.node.get()) == 0
     }
 }
 
@@ -370,14 +271,10 @@ fn same_json(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// `value` as an owned [`CelValue`] (what a program's result converts to).
-pub fn to_value(value: &dyn Val) -> Result<CelValue, ExecutionError> {
-    CelValue::try_from(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cel::Value as CelValue;
     use serde_json::json;
 
     /// Runs `expression` with `object` bound as a view and as `to_cel`'s copy; both must
@@ -488,6 +385,9 @@ mod tests {
     fn a_view_converts_to_the_copy_s_value() {
         let object = sample();
         let copied = crate::schema::cel::to_cel(&object, None);
-        assert_eq!(to_value(json_val(Arc::new(object)).as_ref()), Ok(copied));
+        assert_eq!(
+            CelValue::try_from(json_val(Arc::new(object)).as_ref()),
+            Ok(copied)
+        );
     }
 }
