@@ -82,13 +82,15 @@ pub trait Level: Val + Container + Indexer + Iterable + Clone + 'static {
 
 impl Level for CelMap<'static> {
     fn build(node: &Node) -> Self {
-        let keys = node.get().as_object().into_iter().flat_map(|map| map.keys());
-        let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = keys
-            .map(|k| {
-                let child = value_at(node.map_project_cloned(|v, _| &v[k]));
-                (CelMapKey::from(k.clone()), child)
-            })
-            .collect();
+        let Some(map) = node.get().as_object() else {
+            return CelMap::from(HashMap::new());
+        };
+        // Sized up front: `collect` would grow the table from empty.
+        let mut entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::with_capacity(map.len());
+        for k in map.keys() {
+            let child = value_at(node.map_project_cloned(|v, _| &v[k]));
+            entries.insert(CelMapKey::from(k.clone()), child);
+        }
         CelMap::from(entries)
     }
 

@@ -6,7 +6,10 @@ use std::sync::{Arc, LazyLock, Mutex};
 use ::cel::Program;
 use serde_json::Value;
 
+use super::matching::Criteria;
+use super::params::ParamRef;
 use crate::schema::cel;
+use crate::storage::store::Collection;
 
 /// One CEL expression: its source, its program (or why it does not compile), and the
 /// variables it reads (indices into [`Policy::variables`]).
@@ -73,7 +76,7 @@ pub struct Policy {
     /// `paramKind` (`apiVersion`, `kind`).
     pub param_kind: Option<(String, String)>,
     /// `matchConstraints`.
-    pub match_constraints: Value,
+    pub match_constraints: Criteria,
     /// `matchConditions` (name, expression).
     pub match_conditions: Vec<(String, Expression)>,
     /// `variables` (name, expression), in order; the name is lent to each evaluation's
@@ -88,6 +91,86 @@ pub struct Policy {
     /// the other conditions say, so such params need not be evaluated (see
     /// [`super::evaluate`]).
     pub params_by_name: bool,
+}
+
+/// A stored binding, parsed.
+pub struct Binding {
+    /// `metadata.name`.
+    pub name: String,
+    /// `matchResources`.
+    pub match_resources: Criteria,
+    /// `paramRef`.
+    pub param_ref: Option<ParamRef>,
+    /// `validationActions`.
+    pub actions: Vec<String>,
+}
+
+impl Binding {
+    fn parse(binding: &Value) -> Self {
+        let spec = &binding["spec"];
+        Self {
+            name: binding["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            match_resources: Criteria::parse(&spec["matchResources"]),
+            param_ref: ParamRef::parse(&spec["paramRef"]),
+            actions: entries(spec, "validationActions")
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
+/// The stored policies that have bindings, each with its bindings, in the policies' name
+/// order: what every write is checked against, built once per change of either kind.
+pub struct PolicySet {
+    /// The stored policies and bindings it was built from, held so that their addresses,
+    /// the key of [`SETS`], cannot be reused while it is cached.
+    _sources: Vec<Arc<Value>>,
+    /// Each bound policy with its bindings.
+    pub bound: Vec<(Arc<Policy>, Vec<Binding>)>,
+}
+
+/// Policy sets by the addresses of the stored objects they were built from (one per
+/// envtest in the process, and one per change of its policies or bindings).
+static SETS: LazyLock<Mutex<HashMap<Vec<usize>, Arc<PolicySet>>>> = LazyLock::new(Mutex::default);
+
+/// The policy set of the stored `policies` and `bindings`.
+pub fn policy_set(policies: &Collection, bindings: Option<&Collection>) -> Arc<PolicySet> {
+    let sources = || {
+        policies
+            .values()
+            .chain(bindings.into_iter().flat_map(|b| b.values()))
+    };
+    let key: Vec<usize> = sources().map(|o| Arc::as_ptr(o) as usize).collect();
+    let mut sets = SETS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(set) = sets.get(&key) {
+        return set.clone();
+    }
+    if sets.len() >= CACHE_LIMIT {
+        sets.clear();
+    }
+    let mut bound: Vec<(Arc<Policy>, Vec<Binding>)> = Vec::new();
+    for policy in policies.values() {
+        let name = policy["metadata"]["name"].as_str().unwrap_or_default();
+        let bindings: Vec<Binding> = bindings
+            .into_iter()
+            .flat_map(|b| b.values())
+            .filter(|b| b["spec"]["policyName"].as_str() == Some(name))
+            .map(|b| Binding::parse(b))
+            .collect();
+        if !bindings.is_empty() {
+            bound.push((compile(policy), bindings));
+        }
+    }
+    let set = Arc::new(PolicySet {
+        _sources: sources().cloned().collect(),
+        bound,
+    });
+    sets.insert(key, set.clone());
+    set
 }
 
 /// A compiled policy and the stored object it was compiled from.
@@ -141,7 +224,7 @@ fn build(policy: &Value) -> Policy {
         name: text(&policy["metadata"], "name"),
         ignore_failures: spec["failurePolicy"].as_str() == Some("Ignore"),
         param_kind,
-        match_constraints: spec["matchConstraints"].clone(),
+        match_constraints: Criteria::parse(&spec["matchConstraints"]),
         match_conditions: entries(spec, "matchConditions")
             .map(|c| (text(c, "name"), compile(&text(c, "expression"))))
             .collect(),
@@ -203,6 +286,66 @@ fn mentions(source: &str, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stored(name: &str, value: Value) -> ((String, String), Arc<Value>) {
+        ((String::new(), name.to_string()), Arc::new(value))
+    }
+
+    fn policy(name: &str) -> ((String, String), Arc<Value>) {
+        stored(name, serde_json::json!({"metadata": {"name": name}, "spec": {}}))
+    }
+
+    fn binding(name: &str, policy: &str, actions: &[&str]) -> ((String, String), Arc<Value>) {
+        let spec = serde_json::json!({"policyName": policy, "validationActions": actions});
+        stored(
+            name,
+            serde_json::json!({"metadata": {"name": name}, "spec": spec}),
+        )
+    }
+
+    #[test]
+    fn a_policy_set_pairs_policies_with_their_bindings_and_is_rebuilt_on_change() {
+        let policies: Collection = [policy("a"), policy("b"), policy("unbound")].into();
+        let mut bindings: Collection = [
+            binding("a-1", "a", &["Deny"]),
+            binding("a-2", "a", &["Warn", "Audit"]),
+            binding("b-1", "b", &["Deny"]),
+            binding("orphan", "missing", &["Deny"]),
+        ]
+        .into();
+        let set = policy_set(&policies, Some(&bindings));
+        type Summary = Vec<(String, Vec<(String, Vec<String>)>)>;
+        let summary = |set: &PolicySet| -> Summary {
+            set.bound
+                .iter()
+                .map(|(p, bs)| {
+                    let bs = bs.iter().map(|b| (b.name.clone(), b.actions.clone())).collect();
+                    (p.name.clone(), bs)
+                })
+                .collect()
+        };
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            summary(&set),
+            vec![
+                (
+                    "a".to_string(),
+                    vec![
+                        ("a-1".to_string(), owned(&["Deny"])),
+                        ("a-2".to_string(), owned(&["Warn", "Audit"]))
+                    ]
+                ),
+                ("b".to_string(), vec![("b-1".to_string(), owned(&["Deny"]))]),
+            ]
+        );
+        assert!(Arc::ptr_eq(&set, &policy_set(&policies, Some(&bindings))));
+
+        let (key, value) = binding("a-2", "a", &["Deny"]);
+        bindings.insert(key, value);
+        let changed = policy_set(&policies, Some(&bindings));
+        assert_eq!(summary(&changed)[0].1[1], ("a-2".to_string(), owned(&["Deny"])));
+        assert!(policy_set(&policies, None).bound.is_empty());
+    }
 
     #[test]
     fn an_expression_knows_which_variables_it_reads() {

@@ -8,7 +8,7 @@ use cel::Value as CelValue;
 use serde_json::Value;
 
 use super::activation::{Activation, InputCache, Inputs, Shared, null, share_json};
-use super::compiled::Policy;
+use super::compiled::{Binding, Policy};
 use super::{Attributes, Denial, matching, params};
 use crate::resources::ResourceInfo;
 use crate::storage::store::State;
@@ -44,7 +44,7 @@ pub fn policy(
     attrs: &Attributes<'_>,
     inputs: &mut InputCache<'_>,
     policy: &Policy,
-    bindings: &[&Value],
+    bindings: &[Binding],
     out: &mut Outcome,
 ) {
     let matched = match matching::matches(state, attrs, &policy.match_constraints) {
@@ -60,9 +60,8 @@ pub fn policy(
         },
     };
     for binding in bindings {
-        let name = binding["metadata"]["name"].as_str().unwrap_or_default();
-        let spec = &binding["spec"];
-        match matching::matches(state, attrs, &spec["matchResources"]) {
+        let name = binding.name.as_str();
+        match matching::matches(state, attrs, &binding.match_resources) {
             Err(e) => configuration_error(policy, Some(name), &e, out),
             Ok(None) => {}
             Ok(Some(_)) => {
@@ -70,7 +69,7 @@ pub fn policy(
                 match params::collect(
                     state,
                     param_kind.as_deref(),
-                    &spec["paramRef"],
+                    binding.param_ref.as_ref(),
                     attrs.namespace,
                     only,
                 ) {
@@ -79,7 +78,7 @@ pub fn policy(
                     Ok(found) => {
                         let inputs = inputs.get(&matched);
                         for decisions in evaluate_all(policy, &inputs, param_kind.as_deref(), found) {
-                            record(policy, name, spec, decisions, out);
+                            record(policy, binding, decisions, out);
                         }
                     }
                 }
@@ -171,13 +170,8 @@ fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared
 }
 
 /// Sends each failed validation where the binding's `validationActions` say.
-fn record(policy: &Policy, binding: &str, spec: &Value, decisions: Vec<Decision>, out: &mut Outcome) {
-    let actions: Vec<&str> = spec["validationActions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+fn record(policy: &Policy, binding: &Binding, decisions: Vec<Decision>, out: &mut Outcome) {
+    let name = binding.name.as_str();
     for decision in decisions {
         let (message, reason) = match decision {
             Decision::Admit => continue,
@@ -185,26 +179,26 @@ fn record(policy: &Policy, binding: &str, spec: &Value, decisions: Vec<Decision>
             Decision::Reject { message } => {
                 out.denied.push(Denial {
                     policy: policy.name.clone(),
-                    binding: Some(binding.to_string()),
+                    binding: Some(name.to_string()),
                     message,
                     reason: String::new(),
                 });
                 continue;
             }
         };
-        for action in &actions {
-            match *action {
+        for action in &binding.actions {
+            match action.as_str() {
                 "Deny" => out.denied.push(Denial {
                     policy: policy.name.clone(),
-                    binding: Some(binding.to_string()),
+                    binding: Some(name.to_string()),
                     message: message.clone(),
                     reason: reason.clone(),
                 }),
                 "Warn" => out.warnings.push(format!(
-                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding}': {message}",
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{name}': {message}",
                     policy.name
                 )),
-                "Audit" => out.audited.push(format!("{}/{binding}: {message}", policy.name)),
+                "Audit" => out.audited.push(format!("{}/{name}: {message}", policy.name)),
                 _ => {}
             }
         }

@@ -2,6 +2,9 @@
 //! kube's `policy/matching` decides: namespace selector, object selector, excluded rules,
 //! then resource rules (by `resourceNames` too), exactly or through an equivalent version
 //! of the resource (`matchPolicy: Equivalent`, the default).
+//!
+//! The criteria are parsed once, when their policy or binding is compiled
+//! ([`Criteria::parse`]): a write compares strings and labels, nothing is read from JSON.
 
 use std::sync::Arc;
 
@@ -16,37 +19,126 @@ use crate::storage::store::State;
 /// (the object is then converted to that version before evaluation).
 pub type Matched = Arc<ResourceInfo>;
 
-/// Matches `criteria` (`matchConstraints` or `matchResources`; `null` matches every
-/// write). `Err` is a configuration error (a malformed selector, a missing namespace).
-pub fn matches(state: &State, attrs: &Attributes<'_>, criteria: &Value) -> Result<Option<Matched>, String> {
+/// `matchConstraints` or `matchResources`, parsed. A malformed selector is kept as its
+/// error, reported (a configuration error) only for a write the rules match.
+#[derive(Debug)]
+pub struct Criteria {
+    /// The field is absent or null: every write matches.
+    everything: bool,
+    /// `matchPolicy: Exact`.
+    exact: bool,
+    /// `resourceRules` (empty: every resource).
+    rules: Vec<Rule>,
+    /// `excludeResourceRules`.
+    excluded: Vec<Rule>,
+    namespace_selector: Result<LabelSelector, String>,
+    object_selector: Result<LabelSelector, String>,
+}
+
+/// One `NamedRuleWithOperations`.
+#[derive(Debug)]
+struct Rule {
+    operations: Vec<String>,
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    /// `resources` as (resource, subresource): `pods` → (`pods`, ``), `pods/*`, `*/*`.
+    resources: Vec<(String, String)>,
+    /// `scope` (`*` when absent).
+    scope: String,
+    resource_names: Vec<String>,
+}
+
+impl Criteria {
+    /// Parses `criteria` (`null` matches every write).
+    pub fn parse(criteria: &Value) -> Self {
+        let rules = |field: &str| {
+            criteria[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Rule::parse)
+                .collect()
+        };
+        Self {
+            everything: criteria.is_null(),
+            exact: criteria["matchPolicy"].as_str() == Some("Exact"),
+            rules: rules("resourceRules"),
+            excluded: rules("excludeResourceRules"),
+            namespace_selector: selector(&criteria["namespaceSelector"], "namespaceSelector"),
+            object_selector: selector(&criteria["objectSelector"], "objectSelector"),
+        }
+    }
+}
+
+impl Rule {
+    fn parse(rule: &Value) -> Self {
+        let list = |field: &str| -> Vec<String> {
+            rule[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        };
+        let resources = list("resources")
+            .into_iter()
+            .map(|entry| match entry.split_once('/') {
+                Some((resource, sub)) => (resource.to_string(), sub.to_string()),
+                None => (entry, String::new()),
+            })
+            .collect();
+        Self {
+            operations: list("operations"),
+            api_groups: list("apiGroups"),
+            api_versions: list("apiVersions"),
+            resources,
+            scope: rule["scope"].as_str().unwrap_or("*").to_string(),
+            resource_names: list("resourceNames"),
+        }
+    }
+}
+
+fn selector(selector: &Value, field: &str) -> Result<LabelSelector, String> {
+    if selector.is_null() {
+        return Ok(LabelSelector::default());
+    }
+    LabelSelector::from_object(selector).map_err(|e| format!("invalid {field}: {e}"))
+}
+
+/// Matches `criteria`. `Err` is a configuration error (a malformed selector, a missing
+/// namespace).
+pub fn matches(
+    state: &State,
+    attrs: &Attributes<'_>,
+    criteria: &Criteria,
+) -> Result<Option<Matched>, String> {
     let request_resource = || {
         state
             .registry
             .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)
     };
-    if criteria.is_null() {
+    if criteria.everything {
         return Ok(request_resource());
     }
     // The rules first: most policies are for other resources, and a write outside the
     // rules is not matched whatever the selectors say (or fail to say).
-    let exact = criteria["matchPolicy"].as_str() == Some("Exact");
-    let rules = &criteria["resourceRules"];
-    let matched = if rules.as_array().is_none_or(Vec::is_empty) {
+    let matched = if criteria.rules.is_empty() {
         request_resource()
     } else {
-        rules_match(state, attrs, rules, exact)
+        rules_match(state, attrs, &criteria.rules, criteria.exact)
     };
     let Some(matched) = matched else {
         return Ok(None);
     };
-    if rules_match(state, attrs, &criteria["excludeResourceRules"], exact).is_some() {
+    if rules_match(state, attrs, &criteria.excluded, criteria.exact).is_some() {
         return Ok(None);
     }
-    let namespace = namespace_matches(state, attrs, &criteria["namespaceSelector"]);
+    let namespace = namespace_matches(state, attrs, &criteria.namespace_selector);
     if namespace == Ok(false) {
         return Ok(None);
     }
-    let object = object_matches(attrs, &criteria["objectSelector"]);
+    let object = object_matches(attrs, &criteria.object_selector);
     if object == Ok(false) {
         return Ok(None);
     }
@@ -56,12 +148,14 @@ pub fn matches(state: &State, attrs: &Attributes<'_>, criteria: &Value) -> Resul
 }
 
 /// The first rule of `rules` the write matches, with the resource it matched as.
-fn rules_match(state: &State, attrs: &Attributes<'_>, rules: &Value, exact: bool) -> Option<Matched> {
-    let rules = rules.as_array()?;
+fn rules_match(state: &State, attrs: &Attributes<'_>, rules: &[Rule], exact: bool) -> Option<Matched> {
+    if rules.is_empty() {
+        return None;
+    }
     let own = state
         .registry
         .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)?;
-    if rules.iter().any(|rule| rule_matches(rule, attrs, &own)) {
+    if rules.iter().any(|rule| rule.matches(attrs, &own)) {
         return Some(own);
     }
     if exact {
@@ -71,67 +165,54 @@ fn rules_match(state: &State, attrs: &Attributes<'_>, rules: &Value, exact: bool
         other.group == own.group && other.plural == own.plural && other.version != own.version
     });
     for equivalent in equivalents {
-        if rules.iter().any(|rule| rule_matches(rule, attrs, equivalent)) {
+        if rules.iter().any(|rule| rule.matches(attrs, equivalent)) {
             return Some(equivalent.clone());
         }
     }
     None
 }
 
-/// One `NamedRuleWithOperations` against the write seen as `resource`.
-fn rule_matches(rule: &Value, attrs: &Attributes<'_>, resource: &ResourceInfo) -> bool {
-    let listed = |field: &str, value: &str| {
-        rule[field]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .any(|item| item == "*" || item == value)
-    };
-    listed("operations", attrs.operation.as_str())
-        && listed("apiGroups", &resource.group)
-        && listed("apiVersions", &resource.version)
-        && resource_listed(rule, &resource.plural, attrs.subresource)
-        && scope_matches(rule["scope"].as_str(), attrs)
-        && names_match(rule, attrs.name)
-}
+impl Rule {
+    /// The rule against the write seen as `resource`.
+    fn matches(&self, attrs: &Attributes<'_>, resource: &ResourceInfo) -> bool {
+        let listed = |items: &[String], value: &str| items.iter().any(|item| item == "*" || item == value);
+        listed(&self.operations, attrs.operation.as_str())
+            && listed(&self.api_groups, &resource.group)
+            && listed(&self.api_versions, &resource.version)
+            && self.resource_listed(&resource.plural, attrs.subresource)
+            && self.scope_matches(attrs)
+            && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| n == attrs.name))
+    }
 
-/// `resources`: `pods` (the resource only), `pods/status`, `pods/*` (the resource and
-/// every subresource), `*` (every resource), `*/*` (everything), `*/status`.
-fn resource_listed(rule: &Value, plural: &str, subresource: &str) -> bool {
-    rule["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .any(|entry| {
-            let (resource, sub) = entry.split_once('/').unwrap_or((entry, ""));
+    /// `resources`: `pods` (the resource only), `pods/status`, `pods/*` (the resource and
+    /// every subresource), `*` (every resource), `*/*` (everything), `*/status`.
+    fn resource_listed(&self, plural: &str, subresource: &str) -> bool {
+        self.resources.iter().any(|(resource, sub)| {
             (resource == "*" || resource == plural) && (sub == "*" || sub == subresource)
         })
-}
-
-/// `scope`: `*` (default), `Cluster` (cluster-scoped resources and namespaces), `Namespaced`.
-fn scope_matches(scope: Option<&str>, attrs: &Attributes<'_>) -> bool {
-    let is_namespace = attrs.info.group.is_empty() && attrs.info.plural == "namespaces";
-    let namespaced = !attrs.namespace.is_empty() && !is_namespace;
-    match scope {
-        Some("Namespaced") => namespaced,
-        Some("Cluster") => !namespaced,
-        _ => true,
     }
-}
 
-fn names_match(rule: &Value, name: &str) -> bool {
-    match rule["resourceNames"].as_array() {
-        Some(names) if !names.is_empty() => names.iter().any(|n| n.as_str() == Some(name)),
-        _ => true,
+    /// `scope`: `*` (default), `Cluster` (cluster-scoped resources and namespaces),
+    /// `Namespaced`.
+    fn scope_matches(&self, attrs: &Attributes<'_>) -> bool {
+        let is_namespace = attrs.info.group.is_empty() && attrs.info.plural == "namespaces";
+        let namespaced = !attrs.namespace.is_empty() && !is_namespace;
+        match self.scope.as_str() {
+            "Namespaced" => namespaced,
+            "Cluster" => !namespaced,
+            _ => true,
+        }
     }
 }
 
 /// `namespaceSelector`: the labels of the request's namespace; of the object itself for
 /// a Namespace; every other cluster-scoped write matches.
-fn namespace_matches(state: &State, attrs: &Attributes<'_>, selector: &Value) -> Result<bool, String> {
-    let selector = parse(selector, "namespaceSelector")?;
+fn namespace_matches(
+    state: &State,
+    attrs: &Attributes<'_>,
+    selector: &Result<LabelSelector, String>,
+) -> Result<bool, String> {
+    let selector = selector.as_ref().map_err(Clone::clone)?;
     if selector.is_empty() {
         return Ok(true);
     }
@@ -150,8 +231,8 @@ fn namespace_matches(state: &State, attrs: &Attributes<'_>, selector: &Value) ->
 }
 
 /// `objectSelector`: the labels of the new object or of the old one.
-fn object_matches(attrs: &Attributes<'_>, selector: &Value) -> Result<bool, String> {
-    let selector = parse(selector, "objectSelector")?;
+fn object_matches(attrs: &Attributes<'_>, selector: &Result<LabelSelector, String>) -> Result<bool, String> {
+    let selector = selector.as_ref().map_err(Clone::clone)?;
     if selector.is_empty() {
         return Ok(true);
     }
@@ -159,11 +240,4 @@ fn object_matches(attrs: &Attributes<'_>, selector: &Value) -> Result<bool, Stri
         .into_iter()
         .flatten()
         .any(|o| selector.matches(o)))
-}
-
-fn parse(selector: &Value, field: &str) -> Result<LabelSelector, String> {
-    if selector.is_null() {
-        return Ok(LabelSelector::default());
-    }
-    LabelSelector::from_object(selector).map_err(|e| format!("invalid {field}: {e}"))
 }

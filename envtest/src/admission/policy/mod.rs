@@ -31,7 +31,6 @@ pub mod matching;
 pub mod params;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -129,24 +128,11 @@ pub fn check(state: &State, attrs: &Attributes<'_>) -> ApiResult<()> {
     let Some(policies) = state.collections.get(POLICIES).filter(|p| !p.is_empty()) else {
         return Ok(());
     };
-    let mut bindings: HashMap<&str, Vec<&Value>> = HashMap::new();
-    for binding in state
-        .collections
-        .get(BINDINGS)
-        .into_iter()
-        .flat_map(|b| b.values())
-    {
-        let policy = binding["spec"]["policyName"].as_str().unwrap_or_default();
-        bindings.entry(policy).or_default().push(binding);
-    }
+    let set = compiled::policy_set(policies, state.collections.get(BINDINGS));
     let mut outcome = evaluate::Outcome::default();
     let mut inputs = activation::InputCache::new(state, attrs, &user);
-    for policy in policies.values() {
-        let name = policy["metadata"]["name"].as_str().unwrap_or_default();
-        if let Some(bound) = bindings.get(name) {
-            let compiled = compiled::compile(policy);
-            evaluate::policy(state, attrs, &mut inputs, &compiled, bound, &mut outcome);
-        }
+    for (policy, bindings) in &set.bound {
+        evaluate::policy(state, attrs, &mut inputs, policy, bindings, &mut outcome);
     }
     crate::admission::warn(outcome.warnings);
     match outcome.denied.into_iter().next() {
