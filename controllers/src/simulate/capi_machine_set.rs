@@ -123,7 +123,7 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in machines.list(&ListParams::default()).await?.items {
+    for machine in machines.list(&scaling::selected(selector)).await?.items {
         let owner = owner_set(&machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -110,7 +110,7 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in machines.list(&ListParams::default()).await?.items {
+    for machine in machines.list(&scaling::selected(selector)).await?.items {
         let owner = controller_owner(&machine, "machine.openshift.io", "MachineSet");
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()

@@ -43,9 +43,11 @@ impl LabelSelector {
         Ok(Self(requirements))
     }
 
-    /// True when the object's labels satisfy every requirement.
+    /// True when the object's labels satisfy every requirement. (Two lookups, not
+    /// `Value::pointer`, which allocates per path segment: a filtered list calls this
+    /// once per object of the collection.)
     pub fn matches(&self, object: &Value) -> bool {
-        self.matches_labels(object.pointer("/metadata/labels"))
+        self.matches_labels(object.get("metadata").and_then(|m| m.get("labels")))
     }
 
     /// True when `labels` (a label map, `None`: no labels) satisfy every requirement.
