@@ -13,6 +13,9 @@
 //! * `--no-envtest`: skip envtest's own figures;
 //! * `--no-real`: skip the real sync's converge/idle/restart scenarios; `--real-only`: run
 //!   only those;
+//! * `--policies`: the real sync's scenarios with the project's admission policies
+//!   installed (the controllers as the operator's ServiceAccount, which they exempt);
+//! * `--platform OpenStack`: the real sync's scenarios on an OpenStack fleet (default AWS);
 //! * `--serve`: only fill an envtest with the fleet (with `--real-only`: the real sync's
 //!   fleet, synchronized), print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
@@ -39,6 +42,8 @@ struct Args {
     serve: bool,
     real: bool,
     real_only: bool,
+    policies: bool,
+    platform: &'static e2e::real::TestPlatform,
 }
 
 fn parse(args: &[String]) -> BenchResult<Option<Args>> {
@@ -50,6 +55,8 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
         serve: false,
         real: true,
         real_only: false,
+        policies: false,
+        platform: &e2e::real::AWS,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -64,9 +71,15 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
             "--serve" => parsed.serve = true,
             "--no-real" => parsed.real = false,
             "--real-only" => parsed.real_only = true,
+            "--policies" => parsed.policies = true,
+            "--platform" => {
+                let name = args.next().ok_or("--platform needs AWS or OpenStack")?;
+                parsed.platform = e2e::real::TestPlatform::named(name)
+                    .ok_or_else(|| format!("--platform {name}: not AWS or OpenStack"))?;
+            }
             "-h" | "--help" => {
                 println!(
-                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--no-real] [--real-only] [--serve]"
+                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--no-real] [--real-only] [--policies] [--platform AWS|OpenStack] [--serve]"
                 );
                 return Ok(None);
             }
@@ -118,6 +131,10 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
         settings.real = None;
     }
     settings.real_only = args.real_only && settings.real.is_some();
+    if let Some(real) = settings.real.as_mut() {
+        real.policies = args.policies;
+        real.platform = args.platform;
+    }
     if args.serve {
         return serve(&settings).await;
     }
@@ -196,7 +213,7 @@ async fn serve(settings: &Settings) -> BenchResult<()> {
     use tokio::io::AsyncReadExt;
     if let Some(real) = settings.real.as_ref().filter(|_| settings.real_only) {
         let started = std::time::Instant::now();
-        let env = bench::real_sync::converged_env(real.fleet).await?;
+        let env = bench::real_sync::converged_env(real.fleet, real.platform).await?;
         eprintln!(
             "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s; serving until stdin closes",
             real.fleet.machines,

@@ -155,6 +155,30 @@ pub const OPENSTACK: TestPlatform = TestPlatform {
 pub const PLATFORMS: [&TestPlatform; 2] = [&AWS, &OPENSTACK];
 
 impl TestPlatform {
+    /// The platform of `platformStatus.type` `name` (any case).
+    pub fn named(name: &str) -> Option<&'static TestPlatform> {
+        PLATFORMS.into_iter().find(|p| p.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The provider's CRDs from `envtest/tests/fixtures/upstream-crds`, with the storage
+    /// version [`TestPlatform::storage`] says (see [`with_crds`]).
+    pub fn crds(&self) -> TestResult<Vec<CustomResourceDefinition>> {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
+        let mut crds = Vec::new();
+        for file in self.crds {
+            let text = std::fs::read_to_string(fixtures.join(file))?;
+            let mut crd: CustomResourceDefinition = serde_saphyr::from_str(&text)?;
+            if let Some(storage) = self.storage {
+                for version in &mut crd.spec.versions {
+                    version.storage = version.name == storage;
+                }
+            }
+            crds.push(crd);
+        }
+        Ok(crds)
+    }
+
     /// The platform's name for `size`.
     pub fn size(&self, size: Size) -> &'static str {
         self.sizes[size as usize]
@@ -254,16 +278,7 @@ pub async fn aws_cluster_without_policies() -> TestResult<Cluster> {
 /// v1beta2, where a real cluster's webhook would reshape them.
 async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Cluster> {
     crate::init_logging();
-    let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
-    for file in platform.crds {
-        let text = std::fs::read_to_string(fixtures.join(file))?;
-        let mut crd: CustomResourceDefinition = serde_saphyr::from_str(&text)?;
-        if let Some(storage) = platform.storage {
-            for version in &mut crd.spec.versions {
-                version.storage = version.name == storage;
-            }
-        }
+    for crd in platform.crds()? {
         apply_crd(&cluster.client, &crd).await?;
     }
     Ok(cluster)

@@ -15,6 +15,7 @@ use super::fill::{self, Fleet};
 use super::procfs;
 use super::real_controllers::Wiring;
 use super::sut::{self, Implementation, Probes};
+use crate::real::{AWS, TestPlatform};
 
 /// The argument that selects the child mode.
 pub const CHILD_FLAG: &str = "--child";
@@ -54,15 +55,17 @@ pub async fn measure(
     fleet: Fleet,
     implementation: Implementation,
 ) -> Result<Memory, BenchError> {
-    measure_mode(exe, kubeconfig, fleet, implementation.as_str()).await
+    measure_mode(exe, kubeconfig, fleet, implementation.as_str(), &AWS).await
 }
 
-/// [`measure`] for a child mode by name ([`Implementation::as_str`] or [`REAL`]).
+/// [`measure`] for a child mode by name ([`Implementation::as_str`] or [`REAL`]);
+/// `platform`: the real sync's.
 pub async fn measure_mode(
     exe: &Path,
     kubeconfig: &Path,
     fleet: Fleet,
     mode: &str,
+    platform: &TestPlatform,
 ) -> Result<Memory, BenchError> {
     let mut child = Command::new(exe)
         .arg(CHILD_FLAG)
@@ -70,6 +73,7 @@ pub async fn measure_mode(
         .arg(kubeconfig)
         .arg(fleet.machines.to_string())
         .arg(fleet.machine_sets.to_string())
+        .arg(platform.name)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -117,19 +121,21 @@ pub async fn measure_mode(
     })
 }
 
-/// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>`. Runs
+/// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>
+/// <platform>`. Runs
 /// the implementation until every name is reconciled, prints `reconciled <ms>`, then runs
 /// on until stdin closes. The real sync ([`REAL`], [`REAL_OPERATOR`]) runs until quiet
 /// instead: it reconciles a synchronized fleet without writing.
 pub async fn child(args: &[String]) -> Result<(), BenchError> {
     let usage = || {
         BenchError::Other(format!(
-            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}|{REAL_OPERATOR}> <kubeconfig> <machines> <sets>"
+            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}|{REAL_OPERATOR}> <kubeconfig> <machines> <sets> <AWS|OpenStack>"
         ))
     };
-    let [implementation, kubeconfig, machines, sets] = args else {
+    let [implementation, kubeconfig, machines, sets, platform] = args else {
         return Err(usage());
     };
+    let platform = TestPlatform::named(platform).ok_or_else(usage)?;
     if implementation == REAL || implementation == REAL_OPERATOR {
         let wiring = if implementation == REAL {
             Wiring::Sync
@@ -140,7 +146,8 @@ pub async fn child(args: &[String]) -> Result<(), BenchError> {
         let sets: usize = sets.parse().map_err(|_| usage())?;
         let started = Instant::now();
         let kubeconfig = std::fs::read_to_string(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
-        let controllers = super::real_controllers::Controllers::start_wired(&kubeconfig, 0, wiring)?;
+        let controllers =
+            super::real_controllers::Controllers::start_wired(&kubeconfig, 0, wiring, platform)?;
         controllers.quiet(machines + sets, TIMEOUT).await?;
         println!("{RECONCILED} {}", started.elapsed().as_millis());
         let mut rest = Vec::new();

@@ -118,6 +118,8 @@ impl Settings {
                     machine_sets: (machines / 100).max(1),
                 },
                 idle: Duration::from_secs(60),
+                policies: false,
+                platform: &crate::real::AWS,
             }),
             real_only: false,
         }
@@ -136,6 +138,8 @@ impl Settings {
                     machine_sets: (machines / 100).max(1),
                 },
                 idle: Duration::from_secs(15),
+                policies: false,
+                platform: &crate::real::AWS,
             }),
             ..Self::full(Some(machines))
         }
@@ -635,8 +639,19 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
 /// The real sync's figures: its own values, with targets (the floor's in rows of their
 /// own; no hand-written column).
 fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
-    let Some(RealSettings { fleet, idle }) = settings.real else {
+    let Some(RealSettings {
+        fleet,
+        idle,
+        policies,
+        platform,
+    }) = settings.real
+    else {
         return Vec::new();
+    };
+    let installed = if policies {
+        ", the admission policies installed"
+    } else {
+        ""
     };
     let pairs = (fleet.machines + fleet.machine_sets).max(1) as f64;
     let ratio = if real.floor_ms > 0.0 {
@@ -647,8 +662,8 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
     vec![
         Figure::lower(
             format!(
-                "real sync converge: {} Machines and {} MachineSets synchronized (every mirror created)",
-                fleet.machines, fleet.machine_sets
+                "real sync converge: {} {} Machines and {} MachineSets synchronized (every mirror created{installed})",
+                fleet.machines, platform.name, fleet.machine_sets
             ),
             "ms",
             real.converged_ms,
@@ -748,7 +763,7 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         )
         .target(0.0),
         Figure::lower(
-            "restart over the synchronized fleet: until quiet",
+            format!("restart over the synchronized fleet: until quiet{installed}"),
             "ms",
             real.restart_quiet_ms,
             None,

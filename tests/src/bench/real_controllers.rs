@@ -20,6 +20,7 @@ use super::BenchError;
 use super::fill;
 use super::requests::{Requests, counted_client};
 use super::sut::Running;
+use crate::real::TestPlatform;
 
 /// Names each controller reconciles at once (sync-core's default), and the floor's writes
 /// in flight per kind of pair.
@@ -105,19 +106,29 @@ pub struct Controllers {
 }
 
 impl Controllers {
-    /// Starts both sync controllers against the cluster of `kubeconfig`.
-    pub fn start(kubeconfig: &str, session: usize) -> Result<Self, BenchError> {
-        Self::start_wired(kubeconfig, session, Wiring::Sync)
+    /// Starts both sync controllers against the cluster of `kubeconfig`, with `platform`'s
+    /// hooks.
+    pub fn start(
+        kubeconfig: &str,
+        session: usize,
+        platform: &'static TestPlatform,
+    ) -> Result<Self, BenchError> {
+        Self::start_wired(kubeconfig, session, Wiring::Sync, platform)
     }
 
     /// Starts the controllers `wiring` says against the cluster of `kubeconfig`.
-    pub fn start_wired(kubeconfig: &str, session: usize, wiring: Wiring) -> Result<Self, BenchError> {
+    pub fn start_wired(
+        kubeconfig: &str,
+        session: usize,
+        wiring: Wiring,
+        platform: &'static TestPlatform,
+    ) -> Result<Self, BenchError> {
         let requests = Requests::new();
         let observer = TimedObserver::default();
         let (kubeconfig, counted, observed) = (kubeconfig.to_owned(), requests.clone(), observer.clone());
         let running = Running::spawn(&format!("real-{session}"), move |stopped| async move {
             let client = counted_client(&kubeconfig, counted).await?;
-            run_controllers(client, observed, wiring, async move {
+            run_controllers(client, observed, wiring, platform, async move {
                 let _ = stopped.await;
             })
             .await
@@ -178,11 +189,12 @@ impl Controllers {
     }
 }
 
-/// The controllers `wiring` says with the AWS hooks until `shutdown`.
+/// The controllers `wiring` says with `platform`'s hooks until `shutdown`.
 async fn run_controllers(
     client: Client,
     observer: TimedObserver,
     wiring: Wiring,
+    platform: &TestPlatform,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), BenchError> {
     let namespaces = fill::namespaces();
@@ -192,7 +204,9 @@ async fn run_controllers(
         ..SyncConfig::default()
     };
     let facts = Arc::new(ClusterFacts::from_infrastructure(
-        crate::real::infrastructure().map_err(|e| BenchError::Other(e.to_string()))?,
+        platform
+            .infrastructure()
+            .map_err(|e| BenchError::Other(e.to_string()))?,
     ));
     let platform =
         controllers::platform::for_cluster(&facts).map_err(|e| BenchError::Other(e.to_string()))?;

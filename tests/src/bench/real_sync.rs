@@ -16,13 +16,12 @@
 //! Writes are counted twice: on the controllers' client ([`requests`](super::requests))
 //! and as the server's resourceVersion advance (every write bumps it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use controllers::machine::MachineSync;
 use envtest::TestEnv;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -34,7 +33,7 @@ use super::fill::{self, Fleet};
 pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, Timed, TimedObserver};
 use super::requests::{Requests, Snapshot, counted_client};
 use super::{BenchError, ms};
-use crate::real::{AWS_VERSION, CLUSTER_NAME, REGION};
+use crate::real::{AWS, CLUSTER_NAME, OPENSTACK, REGION, Size, TestPlatform};
 
 /// Requests in flight while filling the input.
 const FILL_IN_FLIGHT: usize = 32;
@@ -47,34 +46,73 @@ pub struct RealSettings {
     pub fleet: Fleet,
     /// The idle window (the relist is in its middle).
     pub idle: Duration,
+    /// The project's admission policies (`deploy/admission-policies/`) are installed: the
+    /// controllers run as the operator's ServiceAccount and the fleet is seeded (and the
+    /// simulated providers write) as the providers' user, the users the policies exempt,
+    /// as in a cluster. The floor runs without them.
+    pub policies: bool,
+    /// The platform of the fleet's machines: its providerSpecs, CRDs, `Infrastructure` and
+    /// the sync's hooks ([`AWS`] or [`OPENSTACK`], `--platform`).
+    #[serde(serialize_with = "platform_name")]
+    pub platform: &'static TestPlatform,
 }
 
-/// CAPA's AWSMachine and AWSMachineTemplate CRDs (the upstream fixtures).
-pub fn aws_crds() -> Result<Vec<CustomResourceDefinition>, BenchError> {
-    let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../envtest/tests/fixtures/upstream-crds");
-    [
-        "infrastructure.cluster.x-k8s.io_awsmachines.yaml",
-        "infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
-    ]
-    .into_iter()
-    .map(|file| {
-        let text = std::fs::read_to_string(fixtures.join(file))
-            .map_err(|e| BenchError::Other(format!("{file}: {e}")))?;
-        serde_saphyr::from_str(&text).map_err(|e| BenchError::Other(format!("{file}: {e}")))
-    })
-    .collect()
+fn platform_name<S: serde::Serializer>(platform: &&'static TestPlatform, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(platform.name)
 }
 
-/// An envtest with the project's CRDs, CAPA's AWS CRDs and the fleet's namespaces.
-pub async fn start_env() -> Result<TestEnv, BenchError> {
+/// An envtest with the project's CRDs, the platform's provider CRDs and the fleet's
+/// namespaces, with the project's admission policies installed when `policies` (and the
+/// users they exempt: [`Writers`]).
+pub async fn start_env(platform: &TestPlatform, policies: bool) -> Result<TestEnv, BenchError> {
+    use controllers::operator::policies::{OPERATOR_USER, PROVIDERS_USER};
     let namespaces = fill::namespaces();
-    let builder = TestEnv::builder()
+    let mut builder = TestEnv::builder()
         .crd_dir(crate::crd_dir())
         .namespace(&namespaces.mapi)
         .namespace(&namespaces.capi);
-    let builder = aws_crds()?.into_iter().fold(builder, |b, crd| b.crd_object(crd));
-    Ok(builder.start().await?)
+    if policies {
+        builder = builder
+            .user(OPERATOR_USER, &["system:masters"])
+            .user(PROVIDERS_USER, &["system:masters"]);
+    }
+    let crds = platform
+        .crds()
+        .map_err(|e| BenchError::Other(format!("{} CRDs: {e}", platform.name)))?;
+    let builder = crds.into_iter().fold(builder, |b, crd| b.crd_object(crd));
+    let env = builder.start().await?;
+    if policies {
+        crate::install_policies(&env.client(), &namespaces)
+            .await
+            .map_err(|e| BenchError::Other(format!("installing the admission policies: {e}")))?;
+    }
+    Ok(env)
+}
+
+/// Who writes: the fleet's seed and the simulated providers (`seed`), the controllers
+/// (`controllers`: a kubeconfig). With the policies, the users they exempt.
+struct Writers {
+    seed: Client,
+    controllers: String,
+}
+
+impl Writers {
+    async fn of(env: &TestEnv, policies: bool) -> Result<Self, BenchError> {
+        use controllers::operator::policies::{OPERATOR_USER, PROVIDERS_USER};
+        if !policies {
+            return Ok(Self {
+                seed: env.client(),
+                controllers: env.kubeconfig(),
+            });
+        }
+        let controllers = env
+            .kubeconfig_for(OPERATOR_USER)
+            .ok_or_else(|| BenchError::Other(format!("no kubeconfig for {OPERATOR_USER}")))?;
+        Ok(Self {
+            seed: env.client_as(PROVIDERS_USER).await?,
+            controllers,
+        })
+    }
 }
 
 /// A realistic AWS providerSpec (an installer-made worker's) in the cluster's region.
@@ -98,6 +136,31 @@ pub fn provider_spec(zone: &str) -> Value {
     })
 }
 
+/// The providerSpec of the fleet's machines in zone `zone` (AWS: [`provider_spec`]; other
+/// platforms: their test machines', of one size and zone).
+fn fleet_provider_spec(platform: &TestPlatform, zone: &str) -> Value {
+    if std::ptr::eq(platform, &AWS) {
+        provider_spec(zone)
+    } else {
+        platform.provider_spec(Size::XLarge)
+    }
+}
+
+/// A Running Machine's provider ID, instance-state annotation and providerStatus (the
+/// Machine API OpenStack provider writes none: the annotation says the server's state).
+fn running_instance(
+    platform: &TestPlatform,
+    name: &str,
+    zone: &str,
+) -> (String, &'static str, Option<Value>) {
+    if std::ptr::eq(platform, &OPENSTACK) {
+        return (format!("openstack:///{name}"), "ACTIVE", None);
+    }
+    let status = json!({"apiVersion": "machine.openshift.io/v1beta1", "kind": "AWSMachineProviderStatus",
+                        "instanceId": format!("i-{name}"), "instanceState": "running"});
+    (format!("aws:///{zone}/i-{name}"), "running", Some(status))
+}
+
 fn zone(j: usize) -> String {
     format!("{REGION}{}", ["a", "b", "c"][j % 3])
 }
@@ -108,7 +171,7 @@ fn object<K: serde::de::DeserializeOwned>(value: Value) -> Result<K, BenchError>
 
 /// Creates the MAPI side of the fleet: MachineSet `ms-007` (`MachineAPI`, replicas N/M) and
 /// Machine `m-000042` owned by `ms-{42 % M}`, both with `status.authoritativeAPI`.
-pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> {
+pub async fn fill_mapi(client: &Client, fleet: Fleet, platform: &TestPlatform) -> Result<(), BenchError> {
     let namespace = fill::namespaces().mapi;
     let sets_api: Api<mapi::MachineSet> = Api::namespaced(client.clone(), &namespace);
     let machines_api: Api<mapi::Machine> = Api::namespaced(client.clone(), &namespace);
@@ -132,7 +195,7 @@ pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> 
                                 "machine.openshift.io/cluster-api-machine-type": "worker",
                                 SET_LABEL: name,
                             }},
-                            "spec": {"authoritativeAPI": "MachineAPI", "providerSpec": {"value": provider_spec(&zone(j))}},
+                            "spec": {"authoritativeAPI": "MachineAPI", "providerSpec": {"value": fleet_provider_spec(platform, &zone(j))}},
                         },
                     },
                 }))?;
@@ -152,7 +215,7 @@ pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> 
                 let name = Fleet::machine(i);
                 let set_name = set.name_any();
                 let zone = zone(i % sets);
-                let provider_id = format!("aws:///{zone}/i-{name}");
+                let (provider_id, state, provider_status) = running_instance(platform, &name, &zone);
                 let machine: mapi::Machine = object(json!({
                     "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
                     "metadata": {
@@ -163,7 +226,7 @@ pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> 
                             "machine.openshift.io/cluster-api-machine-type": "worker",
                             SET_LABEL: set_name,
                         },
-                        "annotations": {"machine.openshift.io/instance-state": "running"},
+                        "annotations": {"machine.openshift.io/instance-state": state},
                         "ownerReferences": [{
                             "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
                             "name": set_name, "uid": set.uid().unwrap_or_default(),
@@ -174,19 +237,21 @@ pub async fn fill_mapi(client: &Client, fleet: Fleet) -> Result<(), BenchError> 
                         "authoritativeAPI": "MachineAPI",
                         "providerID": provider_id,
                         "lifecycleHooks": {},
-                        "providerSpec": {"value": provider_spec(&zone)},
+                        "providerSpec": {"value": fleet_provider_spec(platform, &zone)},
                     },
                 }))?;
                 api.create(&PostParams::default(), &machine).await?;
-                let status = json!({"status": {
+                let mut status = json!({"status": {
                     "authoritativeAPI": "MachineAPI",
                     "phase": "Running",
-                    "providerStatus": {"apiVersion": "machine.openshift.io/v1beta1", "kind": "AWSMachineProviderStatus",
-                                       "instanceId": format!("i-{name}"), "instanceState": "running"},
                     "addresses": [{"type": "InternalIP", "address": "10.0.12.34"},
                                   {"type": "InternalDNS", "address": "ip-10-0-12-34.ec2.internal"}],
                 }});
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+                if let Some(provider_status) = provider_status {
+                    status["status"]["providerStatus"] = provider_status;
+                }
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                    .await?;
                 Ok::<_, BenchError>(())
             }
         })
@@ -252,21 +317,21 @@ where
 }
 
 /// The kinds the sync writes, in the order the floor creates them.
-fn written_kinds() -> [(&'static str, ApiResource); 4] {
+fn written_kinds(platform: &TestPlatform) -> [(&'static str, ApiResource); 4] {
+    let infra = |kind| crate::infra_resource(kind, platform.version);
     [
         ("CAPI MachineSet", fill::capi_machine_sets()),
-        (
-            "AWSMachineTemplate",
-            crate::infra_resource("AWSMachineTemplate", AWS_VERSION),
-        ),
+        (platform.template_kind, infra(platform.template_kind)),
         ("CAPI Machine", fill::capi_machines()),
-        ("AWSMachine", crate::infra_resource("AWSMachine", AWS_VERSION)),
+        (platform.machine_kind, infra(platform.machine_kind)),
     ]
 }
 
 /// The converged objects, read back for the floor.
 pub struct Converged {
-    /// The objects the sync created, by [`written_kinds`].
+    /// The kinds the sync wrote ([`written_kinds`]).
+    kinds: [(&'static str, ApiResource); 4],
+    /// The objects the sync created, by kind.
     created: Vec<Vec<DynamicObject>>,
     /// The MAPI MachineSets and Machines as the sync left them.
     mapi_sets: Vec<DynamicObject>,
@@ -275,10 +340,11 @@ pub struct Converged {
 
 impl Converged {
     /// Reads every kind; fails unless each holds as many objects as the fleet has pairs.
-    pub async fn read(client: &Client, fleet: Fleet) -> Result<Self, BenchError> {
+    pub async fn read(client: &Client, fleet: Fleet, platform: &TestPlatform) -> Result<Self, BenchError> {
         let namespaces = fill::namespaces();
+        let kinds = written_kinds(platform);
         let mut created = Vec::new();
-        for (label, resource) in written_kinds() {
+        for (label, resource) in kinds.clone() {
             let expected = if resource.kind.contains("Set") || resource.kind.contains("Template") {
                 fleet.machine_sets
             } else {
@@ -300,6 +366,7 @@ impl Converged {
             async move { Ok::<_, BenchError>(api.list(&ListParams::default()).await?.items) }
         };
         Ok(Self {
+            kinds,
             created,
             mapi_sets: mapi(fill::mapi_machine_sets()).await?,
             mapi_machines: mapi(fill::mapi_machines()).await?,
@@ -407,7 +474,7 @@ pub async fn floor(env: &TestEnv, converged: &Converged) -> Result<(Duration, Sn
     let started = Instant::now();
     // Kind by kind, owners before what they own (a CAPI MachineSet before its template
     // and Machines, a CAPI Machine before its AWSMachine), then the MAPI objects' state.
-    for ((_, resource), objects) in written_kinds().iter().zip(&converged.created) {
+    for ((_, resource), objects) in converged.kinds.iter().zip(&converged.created) {
         let api = fill::dynamic(&client, &namespaces.capi, resource);
         let created: Vec<(String, String)> = futures::stream::iter(objects)
             .map(|object| create(&api, object, &uids))
@@ -496,11 +563,11 @@ pub struct RealOutcome {
 
 /// An envtest holding the fleet synchronized by the real sync (converged, then the
 /// controllers stopped), for profiling the `--child real` mode on its own.
-pub async fn converged_env(fleet: Fleet) -> Result<TestEnv, BenchError> {
+pub async fn converged_env(fleet: Fleet, platform: &'static TestPlatform) -> Result<TestEnv, BenchError> {
     let bound = Duration::from_secs(60) + Duration::from_millis(20 * fleet.machines as u64);
-    let env = start_env().await?;
-    fill_mapi(&env.client(), fleet).await?;
-    let controllers = Controllers::start(&env.kubeconfig(), 0)?;
+    let env = start_env(platform, false).await?;
+    fill_mapi(&env.client(), fleet, platform).await?;
+    let controllers = Controllers::start(&env.kubeconfig(), 0, platform)?;
     fleet_synchronized(&env.client(), fleet, bound).await?;
     controllers.quiet(0, bound).await?;
     controllers.stop().await?;
@@ -515,9 +582,16 @@ pub async fn run(
 ) -> Result<RealOutcome, BenchError> {
     let fleet = settings.fleet;
     let bound = Duration::from_secs(60) + Duration::from_millis(20 * fleet.machines as u64);
-    let env = start_env().await?;
+    let platform = settings.platform;
+    let env = start_env(platform, settings.policies).await?;
+    let writers = Writers::of(&env, settings.policies).await?;
+    if settings.policies {
+        progress(
+            "  the project's admission policies are installed: the controllers run as the operator's ServiceAccount, the seed and the providers as the providers' user",
+        );
+    }
     let filling = Instant::now();
-    fill_mapi(&env.client(), fleet).await?;
+    fill_mapi(&writers.seed, fleet, platform).await?;
     let fill_ms = ms(filling.elapsed());
     fill::warm(&env.client(), &fill::namespaces()).await.ok();
     progress(&format!(
@@ -528,8 +602,8 @@ pub async fn run(
     ));
 
     // Converge.
-    let kubeconfig = env.kubeconfig();
-    let controllers = Controllers::start(&kubeconfig, 0)?;
+    let kubeconfig = writers.controllers.clone();
+    let controllers = Controllers::start(&kubeconfig, 0, platform)?;
     fleet_synchronized(&env.client(), fleet, bound).await?;
     let converged_ms = ms(controllers.started().elapsed());
     let converge_quiet = controllers.quiet(0, bound).await?;
@@ -544,7 +618,7 @@ pub async fn run(
         converge_hook_calls,
         converge.summary()
     ));
-    let converged = Converged::read(&env.client(), fleet).await?;
+    let converged = Converged::read(&env.client(), fleet, platform).await?;
 
     // Idle, with every watch expired in the middle (a relist).
     let (rv, counted, (reconciles, hooks)) = (
@@ -567,7 +641,8 @@ pub async fn run(
         idle.writes(),
         idle.summary()
     ));
-    let providers = idle_with_providers(&env, &controllers, settings.idle, bound * 4).await?;
+    let providers =
+        idle_with_providers(&env, &writers.seed, &controllers, fleet, settings.idle, bound * 4).await?;
     progress(&format!(
         "  idle with the simulated providers: they settled after {:.1} s; then {:.0} s: {} sync writes, resourceVersion +{}, {} writer contests",
         providers.settled_ms / 1e3,
@@ -580,7 +655,7 @@ pub async fn run(
 
     // Restart over the synchronized fleet.
     let rv = env.resource_version();
-    let controllers = Controllers::start(&kubeconfig, 1)?;
+    let controllers = Controllers::start(&kubeconfig, 1, platform)?;
     // Every pair is reconciled once at a restart (its objects' list events).
     let pairs = fleet.machines + fleet.machine_sets;
     let restart_quiet = controllers.quiet(pairs, bound).await?;
@@ -608,15 +683,22 @@ pub async fn run(
     let kubeconfig_file = env
         .kubeconfig_path()
         .map_err(|e| BenchError::Other(format!("kubeconfig: {e}")))?;
-    let memory = super::memory::measure_mode(exe, &kubeconfig_file, fleet, super::memory::REAL).await?;
+    let memory =
+        super::memory::measure_mode(exe, &kubeconfig_file, fleet, super::memory::REAL, platform).await?;
     progress(&format!(
         "  memory: {:.1} MiB resident (peak {:.1} MiB) over the synchronized fleet, quiet after {:.2} s",
         memory.rss_kib as f64 / 1024.0,
         memory.peak_kib as f64 / 1024.0,
         memory.reconciled_after.as_secs_f64()
     ));
-    let operator_memory =
-        super::memory::measure_mode(exe, &kubeconfig_file, fleet, super::memory::REAL_OPERATOR).await?;
+    let operator_memory = super::memory::measure_mode(
+        exe,
+        &kubeconfig_file,
+        fleet,
+        super::memory::REAL_OPERATOR,
+        platform,
+    )
+    .await?;
     progress(&format!(
         "  memory with the migration controllers: {:.1} MiB resident (peak {:.1} MiB), quiet after {:.2} s",
         operator_memory.rss_kib as f64 / 1024.0,
@@ -626,8 +708,8 @@ pub async fn run(
     env.stop().await;
 
     // The floor.
-    let env = start_env().await?;
-    fill_mapi(&env.client(), fleet).await?;
+    let env = start_env(platform, false).await?;
+    fill_mapi(&env.client(), fleet, platform).await?;
     fill::warm(&env.client(), &fill::namespaces()).await.ok();
     let (floor_time, floor_requests) = floor(&env, &converged).await?;
     env.stop().await;
@@ -671,28 +753,42 @@ pub async fn run(
 }
 
 /// The simulated providers' phase: they provision the fleet (phases, instances,
-/// provider status) and the sync copies their status, until the server is quiet for
-/// [`PROVIDERS_QUIET`]; then nothing may write for `window` (the AWSMachine conditions
-/// loop of issue 29 wrote without end here).
+/// provider status) and the sync copies their status, until each provider has reconciled
+/// each of its objects and the server is then quiet for [`PROVIDERS_QUIET`]; then nothing
+/// may write for `window` (the AWSMachine conditions loop of issue 29 wrote without end
+/// here).
 async fn idle_with_providers(
     env: &TestEnv,
+    client: &Client,
     controllers: &Controllers,
+    fleet: Fleet,
     window: Duration,
     bound: Duration,
 ) -> Result<ProvidersIdle, BenchError> {
     let stop = tokio_util::sync::CancellationToken::new();
-    let providers = controllers::simulate::SimulatedProviders::new(env.client(), fill::namespaces());
+    let (reconciled, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let providers = controllers::simulate::SimulatedProviders::new(client.clone(), fill::namespaces())
+        .with_observer(reconciled);
     let task = tokio::spawn(providers.run(stop.clone()));
+    // Each provider has reconciled each of its objects once (its first list can take longer
+    // than the quiet below, and nothing is written until it is done): MAPI Machines, CAPI
+    // Machines and infrastructure machines, MAPI and CAPI MachineSets.
+    let expected = 3 * fleet.machines + 2 * fleet.machine_sets;
+    let mut seen: HashSet<(&'static str, String)> = HashSet::new();
     let started = Instant::now();
     let (mut rv, mut since) = (env.resource_version(), Instant::now());
-    while since.elapsed() < PROVIDERS_QUIET {
+    while seen.len() < expected || since.elapsed() < PROVIDERS_QUIET {
         if started.elapsed() > bound {
             stop.cancel();
             return Err(BenchError::Other(format!(
-                "the simulated providers and the sync did not fall quiet within {bound:?}"
+                "the simulated providers and the sync did not fall quiet within {bound:?} ({} of {expected} objects reconciled by their provider)",
+                seen.len()
             )));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+        while let Ok(report) = reports.try_recv() {
+            seen.insert((report.controller, report.name));
+        }
         let now = env.resource_version();
         if now != rv {
             (rv, since) = (now, Instant::now());
