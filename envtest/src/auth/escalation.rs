@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::rbac;
 use super::{Attributes, User};
 use crate::meta::errors::{ApiError, ApiResult};
+use crate::meta::json::string_list;
 use crate::resources::ResourceInfo;
 use crate::storage::store::State;
 
@@ -125,27 +126,17 @@ enum Atom {
     },
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(String::from)
-        .collect()
-}
-
 fn atoms(rule: &Value) -> Vec<Atom> {
-    let verbs = strings(&rule["verbs"]);
-    let names = strings(&rule["resourceNames"]);
+    let verbs = string_list(&rule["verbs"]);
+    let names = string_list(&rule["resourceNames"]);
     let names: Vec<Option<String>> = if names.is_empty() {
         vec![None]
     } else {
         names.into_iter().map(Some).collect()
     };
     let mut out = Vec::new();
-    for group in strings(&rule["apiGroups"]) {
-        for resource in strings(&rule["resources"]) {
+    for group in string_list(&rule["apiGroups"]) {
+        for resource in string_list(&rule["resources"]) {
             for verb in &verbs {
                 for name in &names {
                     out.push(Atom::Resource {
@@ -158,7 +149,7 @@ fn atoms(rule: &Value) -> Vec<Atom> {
             }
         }
     }
-    for url in strings(&rule["nonResourceURLs"]) {
+    for url in string_list(&rule["nonResourceURLs"]) {
         for verb in &verbs {
             out.push(Atom::Url {
                 url: url.clone(),
@@ -172,7 +163,7 @@ fn atoms(rule: &Value) -> Vec<Atom> {
 /// kube's `ruleCovers` for one atom: wildcards in the held rule cover anything; a
 /// wildcard in the granted rule is covered only by a wildcard.
 fn covers(held: &Value, atom: &Atom) -> bool {
-    let has = |field: &str, wanted: &str| strings(&held[field]).iter().any(|v| v == "*" || v == wanted);
+    let has = |field: &str, wanted: &str| string_list(&held[field]).iter().any(|v| v == "*" || v == wanted);
     match atom {
         Atom::Resource {
             group,
@@ -180,17 +171,17 @@ fn covers(held: &Value, atom: &Atom) -> bool {
             name,
             verb,
         } => {
-            let resources = strings(&held["resources"]);
+            let resources = string_list(&held["resources"]);
             let resource_ok = resources.iter().any(|r| r == "*" || r == resource)
                 || resource
                     .split_once('/')
                     .is_some_and(|(_, sub)| resources.iter().any(|r| *r == format!("*/{sub}")));
-            let held_names = strings(&held["resourceNames"]);
+            let held_names = string_list(&held["resourceNames"]);
             let name_ok = held_names.is_empty() || name.as_ref().is_some_and(|n| held_names.contains(n));
             has("verbs", verb) && has("apiGroups", group) && resource_ok && name_ok
         }
         Atom::Url { url, verb } => {
-            let url_ok = strings(&held["nonResourceURLs"]).iter().any(|held_url| {
+            let url_ok = string_list(&held["nonResourceURLs"]).iter().any(|held_url| {
                 held_url == url
                     || held_url
                         .strip_suffix('*')

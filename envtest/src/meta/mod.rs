@@ -1,7 +1,8 @@
 //! `apimachinery`-level pieces every layer uses: `Status` errors, name validation, label
-//! keys and values, and label and field selectors.
+//! keys and values, label and field selectors, and reading plain JSON.
 
 pub mod errors;
+pub mod json;
 pub mod labels;
 pub mod object_meta;
 pub mod selectors;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::meta::json::string_list;
+
 /// The JSON paths of a scale subresource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalePaths {
@@ -369,13 +371,6 @@ pub fn builtins() -> Vec<ResourceInfo> {
     all
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-        .unwrap_or_default()
-}
-
 /// The served versions of a CRD object, as resource infos.
 pub fn from_crd(crd: &Value) -> Vec<ResourceInfo> {
     from_crd_reusing(crd, None)
@@ -430,8 +425,8 @@ pub fn from_crd_reusing(crd: &Value, previous: Option<&Registry>) -> Vec<Resourc
             kind: kind.into(),
             list_kind: list_kind.clone(),
             namespaced,
-            short_names: strings(names.get("shortNames")),
-            categories: strings(names.get("categories")),
+            short_names: string_list(&names["shortNames"]),
+            categories: string_list(&names["categories"]),
             status: subresources.get("status").is_some(),
             scale,
             custom: true,

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::matching::Criteria;
 use super::params::ParamRef;
+use crate::meta::json::string_list;
 use crate::schema::cel;
 use crate::storage::store::Collection;
 
@@ -115,10 +116,7 @@ impl Binding {
                 .to_string(),
             match_resources: Criteria::parse(&spec["matchResources"]),
             param_ref: ParamRef::parse(&spec["paramRef"]),
-            actions: entries(spec, "validationActions")
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect(),
+            actions: string_list(&spec["validationActions"]),
         }
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Attributes;
+use crate::meta::json::string_list;
 use crate::meta::selectors::LabelSelector;
 use crate::resources::ResourceInfo;
 use crate::storage::store::State;
@@ -72,15 +73,7 @@ impl Criteria {
 
 impl Rule {
     fn parse(rule: &Value) -> Self {
-        let list = |field: &str| -> Vec<String> {
-            rule[field]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        };
+        let list = |field: &str| string_list(&rule[field]);
         let resources = list("resources")
             .into_iter()
             .map(|entry| match entry.split_once('/') {
