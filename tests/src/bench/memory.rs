@@ -122,20 +122,20 @@ pub async fn measure_mode(
 }
 
 /// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>
-/// <platform>`. Runs
-/// the implementation until every name is reconciled, prints `reconciled <ms>`, then runs
-/// on until stdin closes. The real sync ([`REAL`], [`REAL_OPERATOR`]) runs until quiet
+/// [<platform>]` (default AWS). Runs the implementation until every name is reconciled,
+/// prints `reconciled <ms>`, then runs on until stdin closes. The real sync ([`REAL`], [`REAL_OPERATOR`]) runs until quiet
 /// instead: it reconciles a synchronized fleet without writing.
 pub async fn child(args: &[String]) -> Result<(), BenchError> {
     let usage = || {
         BenchError::Other(format!(
-            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}|{REAL_OPERATOR}> <kubeconfig> <machines> <sets> <AWS|OpenStack>"
+            "usage: {CHILD_FLAG} <macro|hand-written|{REAL}|{REAL_OPERATOR}> <kubeconfig> <machines> <sets> [AWS|OpenStack]"
         ))
     };
-    let [implementation, kubeconfig, machines, sets, platform] = args else {
-        return Err(usage());
+    let (implementation, kubeconfig, machines, sets, platform) = match args {
+        [i, k, m, s] => (i, k, m, s, &AWS),
+        [i, k, m, s, p] => (i, k, m, s, TestPlatform::named(p).ok_or_else(usage)?),
+        _ => return Err(usage()),
     };
-    let platform = TestPlatform::named(platform).ok_or_else(usage)?;
     if implementation == REAL || implementation == REAL_OPERATOR {
         let wiring = if implementation == REAL {
             Wiring::Sync
