@@ -1122,3 +1122,89 @@ async fn s21_a_pinned_version_wins_over_the_contract_label_and_an_object_s_own_o
     );
     Ok(())
 }
+
+/// A watched kind asked for at another version it serves needs no discovery: the watch's
+/// resolution kept every served version (the OpenStack sync, pinned at v1beta1 on a
+/// tracker watching v1beta2, ran discovery's three GETs on every write). An object asked
+/// for at a version other than the cache's is read from the API server at that version,
+/// never handed over from the cache as if it were of that version.
+#[tokio::test]
+async fn s22_a_watched_kind_serves_its_other_versions_without_discovery() -> TestResult {
+    if e2e::use_existing_cluster() {
+        return Ok(()); // the requests are counted on envtest's client
+    }
+    let cluster = cluster_with_infra_kinds().await?;
+    let env = cluster.env.as_ref().ok_or("no envtest")?;
+    let requests = e2e::bench::requests::Requests::new();
+    let client = e2e::bench::requests::counted_client(&env.kubeconfig(), requests.clone()).await?;
+    // Not pinned: DevMachines are watched at the contract label's newest, v1beta2.
+    let tracker = sync_core::InfraTracker::new(client, sync_core::InfraConfig::new(&cluster.namespaces.capi));
+    let registration = tracker.register::<MachineSync>("test");
+    cluster.create_infra(DEV, "v1beta2", "infra", &[]).await?;
+    registration
+        .tracker()
+        .track("worker", Some(Ok(Some(infra_ref(DEV, "infra")))));
+    let dev = infra_ref(DEV, "infra").group_kind();
+    let pending = tracker.listed(&[dev.clone()].into()).await;
+    assert!(pending.is_empty(), "not listed: {pending:?}");
+    assert_eq!(
+        tracker.watches().get(&dev),
+        Some(&WatchStatus::Watching {
+            version: "v1beta2".into()
+        })
+    );
+
+    let before = requests.snapshot();
+    for _ in 0..3 {
+        let (_, resource) = tracker.api(&dev, Some("v1beta1")).await?;
+        assert_eq!(resource.version, "v1beta1");
+        assert_eq!(resource.plural, "devmachines");
+    }
+    let (_, resource) = tracker.api(&dev, None).await?;
+    assert_eq!(resource.version, "v1beta2");
+    assert_eq!(
+        requests.snapshot().since(&before).total(),
+        0,
+        "no request for a known version"
+    );
+
+    // A version nobody serves is resolved afresh, and the error names the served ones.
+    let unserved = tracker
+        .api(&dev, Some("v1alpha9"))
+        .await
+        .err()
+        .ok_or("v1alpha9 resolved")?;
+    assert!(
+        unserved
+            .to_string()
+            .contains("not served in version \"v1alpha9\""),
+        "{unserved}"
+    );
+
+    // From the cache at its own version; from the server at another.
+    let before = requests.snapshot();
+    let cached = tracker.get(&infra_ref(DEV, "infra")).await?.ok_or("not cached")?;
+    assert_eq!(
+        cached.types.as_ref().map(|t| t.api_version.as_str()),
+        Some(format!("{INFRA_GROUP}/v1beta2").as_str())
+    );
+    assert_eq!(
+        requests.snapshot().since(&before).total(),
+        0,
+        "read from the cache"
+    );
+    let mut at_v1beta1 = infra_ref(DEV, "infra");
+    at_v1beta1.version = Some("v1beta1".into());
+    let read = tracker.get(&at_v1beta1).await?.ok_or("not read")?;
+    assert_eq!(read.name_any(), "infra");
+    assert_eq!(
+        read.types.as_ref().map(|t| t.api_version.as_str()),
+        Some(format!("{INFRA_GROUP}/v1beta1").as_str())
+    );
+    assert_eq!(
+        requests.snapshot().since(&before).total(),
+        1,
+        "one GET, no discovery"
+    );
+    Ok(())
+}

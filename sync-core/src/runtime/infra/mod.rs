@@ -41,7 +41,9 @@ use tokio::task::JoinHandle;
 
 pub use mapping::names_to_reconcile;
 pub use object::InfraObject;
-pub use resolve::{ResolveError, choose_version, newest_contract_version, resolve};
+pub use resolve::{
+    Resolution, ResolveError, choose_version, newest_contract_version, resolve, resolve_served,
+};
 
 use crate::api::{GroupKind, InfraRef, MalformedRef};
 use crate::pair::SyncPair;
@@ -177,7 +179,8 @@ struct Watch {
     references: usize,
     generation: u64,
     status: WatchStatus,
-    resource: Option<ApiResource>,
+    /// The kind as the watch resolved it (the resource it watches, and every served one).
+    resolution: Option<Resolution>,
     store: Option<Store<InfraObject>>,
     /// Set once the first list's objects were dispatched to the controllers.
     listed: Option<Listed>,
@@ -354,7 +357,7 @@ impl InfraTracker {
         let state = self.inner.lock();
         let Some(Watch {
             store: Some(store),
-            resource: Some(_),
+            resolution: Some(_),
             ..
         }) = state.watches.get(group_kind)
         else {
@@ -365,13 +368,32 @@ impl InfraTracker {
 
     /// The whole object `reference` names: from the cache when it can tell, else from the
     /// API server (the reference's version, if any, is preferred when the kind must be
-    /// resolved). A cache that has not listed yet never hides an existing object.
+    /// resolved). A cache that has not listed yet never hides an existing object, and one
+    /// that holds the kind at another version than the reference's is not asked: the API
+    /// server converts.
     pub async fn get(&self, reference: &InfraRef) -> Result<Option<Arc<DynamicObject>>, ResolveError> {
-        match self.lookup(&reference.group_kind(), &reference.name, false) {
+        let group_kind = reference.group_kind();
+        let lookup = if self.caches_at(&group_kind, reference.version.as_deref()) {
+            self.lookup(&group_kind, &reference.name, false)
+        } else {
+            Lookup::Unknown
+        };
+        match lookup {
             Lookup::Cached(object) => Ok(Some(Arc::new(object.to_dynamic()))),
             Lookup::Absent => Ok(None),
             Lookup::Unknown => Ok(self.fetch(reference).await?.map(Arc::new)),
         }
+    }
+
+    /// Whether the cache of `group_kind` holds its objects at `version` (`None`: any).
+    fn caches_at(&self, group_kind: &GroupKind, version: Option<&str>) -> bool {
+        let Some(version) = version else { return true };
+        let state = self.inner.lock();
+        state
+            .watches
+            .get(group_kind)
+            .and_then(|w| w.resolution.as_ref())
+            .is_none_or(|r| r.chosen.version == version)
     }
 
     /// The whole object `reference` names, read from the API server.
@@ -395,15 +417,15 @@ impl InfraTracker {
         hint: Option<&str>,
     ) -> Result<(Api<DynamicObject>, ApiResource), ResolveError> {
         let version = self.inner.config.version(group_kind, hint);
-        // The watch's resolution, unless the caller's object is of another version: a
-        // body is written at its own apiVersion.
+        // The watch's resolution, at the caller's version if it has one (a body is written
+        // at its own apiVersion); a version the watch's discovery did not list is resolved
+        // afresh (it may be served since, else the error says which versions are).
         let known = self
             .inner
             .lock()
             .watches
             .get(group_kind)
-            .and_then(|w| w.resource.clone())
-            .filter(|r| version.is_none_or(|v| r.version == v));
+            .and_then(|w| w.resolution.as_ref()?.at(version).cloned());
         let resource = match known {
             Some(resource) => resource,
             None => resolve(&self.inner.client, group_kind, version).await?,
@@ -540,7 +562,7 @@ impl Inner {
                 references: 1,
                 generation,
                 status: WatchStatus::Resolving,
-                resource: None,
+                resolution: None,
                 store: None,
                 listed: None,
                 task: Some(task),
@@ -620,16 +642,16 @@ impl Inner {
     fn watching(
         &self,
         group_kind: &GroupKind,
-        resource: &ApiResource,
+        resolution: &Resolution,
         store: Store<InfraObject>,
         listed: Listed,
     ) {
         let mut state = self.lock();
         if let Some(watch) = state.watches.get_mut(group_kind) {
             watch.status = WatchStatus::Watching {
-                version: resource.version.clone(),
+                version: resolution.chosen.version.clone(),
             };
-            watch.resource = Some(resource.clone());
+            watch.resolution = Some(resolution.clone());
             watch.store = Some(store);
             watch.listed = Some(listed);
         }
@@ -706,12 +728,12 @@ fn referrers_of(state: &State, group_kind: &GroupKind) -> Vec<(usize, String)> {
 /// Resolves a GroupKind (retrying with capped backoff) and then watches it until aborted.
 async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<String>) {
     let mut failures = 0u32;
-    let resource = loop {
+    let resolution = loop {
         let Some((client, retry)) = inner.upgrade().map(|i| (i.client.clone(), i.config.retry)) else {
             return;
         };
-        match resolve(&client, &group_kind, hint.as_deref()).await {
-            Ok(resource) => break resource,
+        match resolve_served(&client, &group_kind, hint.as_deref()).await {
+            Ok(resolution) => break resolution,
             Err(error) => {
                 failures = failures.saturating_add(1);
                 let retry_in = retry.delay(failures);
@@ -727,7 +749,8 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     let (client, namespace) = (strong.client.clone(), strong.config.namespace.clone());
     let writer = Writer::default();
     let listed = Listed::default();
-    strong.watching(&group_kind, &resource, writer.as_reader(), listed.clone());
+    strong.watching(&group_kind, &resolution, writer.as_reader(), listed.clone());
+    let resource = resolution.chosen;
     let (config, cache) = (strong.config.watcher.clone(), strong.config.cache);
     drop(strong);
     tracing::info!(%group_kind, version = %resource.version, ?cache, "infrastructure watch started");

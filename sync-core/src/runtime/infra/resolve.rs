@@ -102,6 +102,35 @@ pub async fn resolve(
     group_kind: &GroupKind,
     hint: Option<&str>,
 ) -> Result<ApiResource, ResolveError> {
+    Ok(resolve_served(client, group_kind, hint).await?.chosen)
+}
+
+/// A kind resolved: the resource chosen, and the kind's resource in every version
+/// discovery listed it in (a later read or write at another of them needs no discovery).
+#[derive(Clone, Debug)]
+pub struct Resolution {
+    /// The resource at the version chosen.
+    pub chosen: ApiResource,
+    /// The kind's resource in each served version, the chosen one included.
+    pub served: Vec<ApiResource>,
+}
+
+impl Resolution {
+    /// The kind's resource at `version` (`None`: the chosen one), if that version serves it.
+    pub fn at(&self, version: Option<&str>) -> Option<&ApiResource> {
+        match version {
+            None => Some(&self.chosen),
+            Some(version) => self.served.iter().find(|r| r.version == version),
+        }
+    }
+}
+
+/// [`resolve`], keeping every served version's resource.
+pub async fn resolve_served(
+    client: &Client,
+    group_kind: &GroupKind,
+    hint: Option<&str>,
+) -> Result<Resolution, ResolveError> {
     let api_error = |source| ResolveError::Api {
         group_kind: group_kind.clone(),
         source,
@@ -120,37 +149,38 @@ pub async fn resolve(
         }
         Err(error) => return Err(api_error(error)),
     };
-    let mut served = Vec::new();
-    let mut plural = None;
-    for version in group.versions() {
-        if let Some((resource, _)) = group
-            .versioned_resources(version)
-            .into_iter()
-            .find(|(r, _)| r.kind == group_kind.kind)
-        {
-            served.push(version.to_owned());
-            plural.get_or_insert(resource.plural);
+    let served: Vec<ApiResource> = group
+        .versions()
+        .filter_map(|version| {
+            group
+                .versioned_resources(version)
+                .into_iter()
+                .find(|(r, _)| r.kind == group_kind.kind)
+                .map(|(resource, _)| resource)
+        })
+        .collect();
+    let contract = match (served.first(), hint) {
+        (Some(resource), None) => {
+            contract_label(client, &format!("{}.{}", resource.plural, group_kind.group)).await
         }
-    }
-    let contract = match (&plural, hint) {
-        (Some(plural), None) => contract_label(client, &format!("{plural}.{}", group_kind.group)).await,
         _ => None,
     };
+    let versions: Vec<String> = served.iter().map(|r| r.version.clone()).collect();
     let version = choose_version(
         group_kind,
-        &served,
+        &versions,
         hint,
         contract.as_deref(),
         group.preferred_version(),
     )?;
-    group
-        .versioned_resources(&version)
-        .into_iter()
-        .find(|(r, _)| r.kind == group_kind.kind)
-        .map(|(resource, _)| resource)
+    let chosen = served
+        .iter()
+        .find(|r| r.version == version)
+        .cloned()
         .ok_or_else(|| ResolveError::KindNotFound {
             group_kind: group_kind.clone(),
-        })
+        })?;
+    Ok(Resolution { chosen, served })
 }
 
 /// The CRD's contract label, if the CRD can be read and has one. Not being allowed to
