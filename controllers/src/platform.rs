@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use sync_core::InfraConfig;
 use sync_core::api::GroupKind;
 
 use conversion::ConversionErrors;
@@ -14,6 +15,16 @@ use crate::sync::{Cluster, Platform};
 /// `Infrastructure` does not describe a cluster it can serve), and why, field by field.
 pub fn for_cluster(cluster: &Cluster) -> Result<Arc<dyn Platform>, ConversionErrors> {
     conversion::platform::for_cluster(&cluster.infrastructure, &cluster.infra_cluster)
+}
+
+/// The infrastructure tracker's configuration for the CAPI namespace `capi_namespace`, with
+/// every converted kind pinned to the version its conversion speaks ([`infra_versions`]).
+/// Unpinned, a kind is watched at its contract label's version, and the conversion's reads
+/// and writes at another version are not served from that cache.
+pub fn infra_config(capi_namespace: impl Into<String>) -> InfraConfig {
+    let mut config = InfraConfig::new(capi_namespace);
+    config.versions = infra_versions();
+    config
 }
 
 /// The version each converted platform's infrastructure kinds are read and written at: the

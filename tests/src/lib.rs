@@ -33,7 +33,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use sync_core::api::{AuthoritativeApi, ContractVersionedObjectReference, capi, mapi};
 use sync_core::testing::{RecordingHooks, RecordingObserver};
-use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController};
+use sync_core::{InfraTracker, Namespaces, SyncConfig, SyncController};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -626,8 +626,7 @@ impl Controllers {
             namespaces: cluster.namespaces.clone(),
             ..SyncConfig::default()
         };
-        let mut infra = InfraConfig::new(&cluster.namespaces.capi);
-        infra.versions = controllers::platform::infra_versions();
+        let mut infra = controllers::platform::infra_config(&cluster.namespaces.capi);
         infra.grace = Duration::from_millis(300);
         infra.retry.base = Duration::from_millis(50);
         infra.retry.max = Duration::from_secs(1);

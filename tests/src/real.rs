@@ -18,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::api::{AuthoritativeApi, mapi};
 use sync_core::testing::RecordingObserver;
-use sync_core::{InfraConfig, InfraTracker, SyncConfig, SyncController};
+use sync_core::{InfraTracker, SyncConfig, SyncController};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -341,8 +341,7 @@ impl RealSync {
             namespaces: cluster.namespaces.clone(),
             ..SyncConfig::default()
         };
-        let mut infra = InfraConfig::new(&cluster.namespaces.capi);
-        infra.versions = controllers::platform::infra_versions();
+        let mut infra = controllers::platform::infra_config(&cluster.namespaces.capi);
         infra.grace = Duration::from_millis(300);
         infra.retry.base = Duration::from_millis(50);
         infra.retry.max = Duration::from_secs(1);

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Reporter};
 use sync_core::events::Recorder;
-use sync_core::{Checkpoint, InfraConfig, InfraTracker, Namespaces, SyncConfig};
+use sync_core::{Checkpoint, InfraTracker, Namespaces, SyncConfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -531,8 +531,7 @@ impl Wiring {
             instance: Some(settings.replica.clone()),
             ..SyncConfig::default()
         };
-        let mut infra_config = InfraConfig::new(settings.namespaces.capi.clone());
-        infra_config.versions = crate::platform::infra_versions();
+        let mut infra_config = crate::platform::infra_config(settings.namespaces.capi.clone());
         infra_config.instance = Some(settings.replica.clone());
         let infra = InfraTracker::new(client.clone(), infra_config);
         let metrics = Arc::new(Metrics::new(Vec::new(), Some(infra.clone())));

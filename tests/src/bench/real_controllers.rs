@@ -13,7 +13,7 @@ use controllers::operator::pairs::{Mode, Pairs, Shared, Syncing};
 use controllers::sync::{Cluster as ClusterFacts, PlatformHooks};
 use kube::Client;
 use sync_core::observe::{Observer, Outcome};
-use sync_core::{InfraConfig, InfraTracker, SyncConfig, SyncController};
+use sync_core::{InfraTracker, SyncConfig, SyncController};
 use tokio_util::sync::CancellationToken;
 
 use super::BenchError;
@@ -215,7 +215,10 @@ async fn run_controllers(
         .checkpoint(&namespaces.capi, &namespaces)
         .await
         .map_err(|e| BenchError::Other(e.to_string()))?;
-    let tracker = InfraTracker::new(client.clone(), InfraConfig::new(&namespaces.capi));
+    let tracker = InfraTracker::new(
+        client.clone(),
+        controllers::platform::infra_config(&namespaces.capi),
+    );
     let observer: Arc<dyn Observer> = Arc::new(observer);
     if wiring == Wiring::Operator {
         let pairs = Pairs::build(&Shared {
