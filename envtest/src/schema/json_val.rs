@@ -3,13 +3,14 @@
 //! [`super::cel::to_cel`] copies a whole object into CEL's own maps and lists before an
 //! expression runs. An admission policy reads a handful of fields of `object`,
 //! `oldObject` and its params on every write, so the copy would cost more than the
-//! evaluation. A [`json_val`] holds the document (an `Arc`) and a place in it. A level an
-//! expression reaches is built as CEL's own map or list, one level at a time (its values
-//! are views again), once, and shared by the view's clones: cel asks a value whether it is
-//! a built-in one before each field it selects, so the level is needed anyway. Levels no
-//! expression reaches (`managedFields`, most of a spec) are never built; `in`, `size` and
-//! equality between two views read the JSON. Values are those of `to_cel(value, None)`:
-//! plain JSON, no schema typing.
+//! evaluation. A [`json_val`] holds the document (an `Arc`) and a place in it, and is
+//! built as CEL's own map or list one level at a time (its values views again), once,
+//! shared by the view's clones. cel builds a level before each field it selects on it:
+//! it asks the operand whether it is an optional (`unwrap_optional`), through
+//! `as_builtin`, which must hand out the built map. An index (`labels[key]`), `in`, `size`
+//! and equality between two views read the JSON without building. Levels no expression
+//! reaches (`managedFields`, most of a spec) are never built. Values are those of
+//! `to_cel(value, None)`: plain JSON, no schema typing.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -54,10 +55,28 @@ fn scalar_val(value: &Value) -> Box<dyn Val> {
 /// level is built as.
 pub struct JsonView<L> {
     node: Node,
-    /// The level as cel's own map or list (its values views again), built when first
-    /// needed and shared by the clones: cel asks a value whether it is a built-in one (an
-    /// optional, a map) before each field it selects, so a level read once is read again.
-    built: Arc<OnceLock<L>>,
+    /// What the view has made of its level, shared by its clones.
+    cells: Arc<Cells<L>>,
+}
+
+/// A view's level, made lazily: until cel needs the whole level (a field selected on it,
+/// iterating it, a function taking a map or list), an index makes that entry's view only.
+struct Cells<L> {
+    /// The level as cel's own map or list (its values views again); once built, every
+    /// read goes to it.
+    built: OnceLock<L>,
+    /// The view of each entry indexed before the level was built, by its position in the
+    /// JSON (made on the first read, then handed out borrowed, as the level would).
+    entries: OnceLock<Box<[OnceLock<Box<dyn Val>>]>>,
+}
+
+impl<L> Default for Cells<L> {
+    fn default() -> Self {
+        Self {
+            built: OnceLock::new(),
+            entries: OnceLock::new(),
+        }
+    }
 }
 
 /// A JSON object as a CEL `map(string, dyn)`.
@@ -78,6 +97,11 @@ pub trait Level: Val + Container + Indexer + Iterable + Clone + 'static {
     fn contains_in(_json: &Value, _key: &dyn Val) -> Option<bool> {
         None
     }
+
+    /// Where `key` is in the JSON, and its place in the document; `Some(Err)`: the error
+    /// the built level would give; `None`: a key the JSON cannot answer for (the built
+    /// level is asked).
+    fn entry(node: &Node, key: &dyn Val) -> Option<Result<(usize, Node), ExecutionError>>;
 }
 
 impl Level for CelMap<'static> {
@@ -102,6 +126,15 @@ impl Level for CelMap<'static> {
         let key = key.downcast_ref::<CelString<'_>>()?;
         Some(json.as_object().is_some_and(|map| map.contains_key(key.inner())))
     }
+
+    fn entry(node: &Node, key: &dyn Val) -> Option<Result<(usize, Node), ExecutionError>> {
+        let key = key.downcast_ref::<CelString<'_>>()?.inner();
+        let map = node.get().as_object()?;
+        Some(match map.keys().position(|k| k.as_str() == key) {
+            Some(at) => Ok((at, node.map_project_cloned(|v, _| &v[key]))),
+            None => Err(ExecutionError::NoSuchKey(Arc::new(key.to_owned()))),
+        })
+    }
 }
 
 impl Level for CelList<'static> {
@@ -115,18 +148,34 @@ impl Level for CelList<'static> {
     fn len(json: &Value) -> usize {
         json.as_array().map_or(0, Vec::len)
     }
+
+    /// An index in range; any other (out of range, another type) is the built level's to
+    /// answer, with its error.
+    fn entry(node: &Node, key: &dyn Val) -> Option<Result<(usize, Node), ExecutionError>> {
+        let at = usize::try_from(*key.downcast_ref::<CelInt>()?.inner()).ok()?;
+        (at < Self::len(node.get())).then(|| Ok((at, node.map_project_cloned(|v, _| &v[at]))))
+    }
 }
 
 impl<L: Level> JsonView<L> {
     fn new(node: Node) -> Self {
         Self {
             node,
-            built: Arc::default(),
+            cells: Arc::default(),
         }
     }
 
     fn built(&self) -> &L {
-        self.built.get_or_init(|| L::build(&self.node))
+        self.cells.built.get_or_init(|| L::build(&self.node))
+    }
+
+    /// The view of the entry at `at` (`node`: its place), made once.
+    fn entry_at(&self, at: usize, node: Node) -> &(dyn Val + 'static) {
+        let entries = self
+            .cells
+            .entries
+            .get_or_init(|| (0..L::len(self.node.get())).map(|_| OnceLock::new()).collect());
+        entries[at].get_or_init(|| value_at(node)).as_ref()
     }
 }
 
@@ -149,11 +198,12 @@ impl<L: Level> Val for JsonView<L> {
         Some(self)
     }
 
+    /// The view itself: a field read makes that field's view, not the level's.
     fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
     where
         Self: 'v,
     {
-        Some(self.built())
+        Some(self)
     }
 
     /// The view itself, not its level: an owned view is indexed for one value, and
@@ -193,7 +243,7 @@ impl<L: Level> Val for JsonView<L> {
     {
         Box::new(JsonView {
             node: self.node.clone(),
-            built: self.built.clone(),
+            cells: self.cells.clone(),
         })
     }
 
@@ -232,7 +282,14 @@ impl<L: Level> Indexer for JsonView<L> {
     where
         Self: 'v,
     {
-        self.built().get(key)
+        if let Some(built) = self.cells.built.get() {
+            return built.get(key);
+        }
+        match L::entry(&self.node, key) {
+            Some(Ok((at, node))) => Ok(CowVal::Borrowed(self.entry_at(at, node))),
+            Some(Err(error)) => Err(error),
+            None => self.built().get(key),
+        }
     }
 
     fn steal<'v>(self: Box<Self>, key: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
@@ -381,6 +438,39 @@ mod tests {
         ] {
             assert!(both(&object, expression).is_err(), "{expression}");
         }
+    }
+
+    /// Indexed (`object['metadata']`, as `labels[key]` is), not selected: cel builds a
+    /// level before selecting a field on it, not before indexing it.
+    #[test]
+    fn an_index_makes_that_entry_s_view_once_and_builds_no_level() -> Result<(), ExecutionError> {
+        let root = json_val(Arc::new(sample()));
+        let view = root
+            .downcast_ref::<JsonMap>()
+            .ok_or(ExecutionError::function_error("", "not a map"))?;
+        let key = CelString::from("metadata");
+        let first = view.get(&key)?;
+        let second = view.get(&key)?;
+        let (CowVal::Borrowed(first), CowVal::Borrowed(second)) = (first, second) else {
+            panic!("a field is handed out borrowed");
+        };
+        assert!(std::ptr::addr_eq(first, second), "the same view twice");
+        assert!(view.cells.built.get().is_none(), "the root level was built");
+        let made = view
+            .cells
+            .entries
+            .get()
+            .map(|e| e.iter().filter(|e| e.get().is_some()).count());
+        assert_eq!(made, Some(1), "only metadata's view was made");
+        let metadata = first
+            .downcast_ref::<JsonMap>()
+            .ok_or(ExecutionError::function_error("", "not a map"))?;
+        assert!(metadata.cells.built.get().is_none(), "metadata's level was built");
+        assert_eq!(
+            view.get(&CelString::from("nope")).err(),
+            Some(ExecutionError::NoSuchKey(Arc::new("nope".into())))
+        );
+        Ok(())
     }
 
     #[test]
