@@ -67,8 +67,11 @@ struct Cells<L> {
     built: OnceLock<L>,
     /// The view of each entry indexed before the level was built, by its position in the
     /// JSON (made on the first read, then handed out borrowed, as the level would).
-    entries: OnceLock<Box<[OnceLock<Box<dyn Val>>]>>,
+    entries: OnceLock<Box<[Entry]>>,
 }
+
+/// One entry's view, once made.
+type Entry = OnceLock<Box<dyn Val>>;
 
 impl<L> Default for Cells<L> {
     fn default() -> Self {
