@@ -776,6 +776,18 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             None,
         ),
         Figure::lower(
+            "restart's list floor: a plain client lists the watched kinds at once (median of 3)",
+            "ms",
+            real.restart_list_floor_ms,
+            None,
+        ),
+        Figure::lower(
+            "restart until quiet / its list floor",
+            "ratio",
+            real.restart_quiet_ms / real.restart_list_floor_ms,
+            None,
+        ),
+        Figure::lower(
             "restart: write requests",
             "count",
             real.restart_writes as f64,

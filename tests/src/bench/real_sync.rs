@@ -547,6 +547,8 @@ pub struct RealOutcome {
     pub restart_rv_advance: u64,
     /// Restart: hook calls.
     pub restart_hook_calls: usize,
+    /// What a restart cannot go below on this server: [`list_floor`].
+    pub restart_list_floor_ms: f64,
     /// The real sync's resident memory over the synchronized fleet, in a process of its
     /// own, once quiet.
     pub memory: Option<super::memory::Memory>,
@@ -678,6 +680,11 @@ pub async fn run(
         restart.summary()
     ));
     controllers.stop().await?;
+    let restart_list_floor = list_floor(&env, platform).await?;
+    progress(&format!(
+        "  restart's list floor: a plain client lists what the controllers watch in {:.2} s (median of 3)",
+        restart_list_floor.as_secs_f64()
+    ));
 
     // Memory over the synchronized fleet, in a process of its own.
     let kubeconfig_file = env
@@ -746,10 +753,54 @@ pub async fn run(
         restart_requests: restart.to_json(),
         restart_rv_advance,
         restart_hook_calls,
+        restart_list_floor_ms: ms(restart_list_floor),
         memory: Some(memory),
         operator_memory: Some(operator_memory),
         providers,
     })
+}
+
+/// The list floor of a restart: a plain client lists every kind the controllers watch
+/// (MAPI and CAPI Machines and MachineSets, the infrastructure machines and templates), all
+/// at once, in pages of the watcher's default size (500), decoding each object as JSON;
+/// the median of 3. A restart lists the same before it can tell that nothing changed.
+async fn list_floor(env: &TestEnv, platform: &TestPlatform) -> Result<Duration, BenchError> {
+    let client = counted_client(&env.kubeconfig(), Requests::new()).await?;
+    let namespaces = fill::namespaces();
+    let infra = |kind| crate::infra_resource(kind, platform.version);
+    let kinds = [
+        (&namespaces.mapi, fill::mapi_machines()),
+        (&namespaces.mapi, fill::mapi_machine_sets()),
+        (&namespaces.capi, fill::capi_machines()),
+        (&namespaces.capi, fill::capi_machine_sets()),
+        (&namespaces.capi, infra(platform.machine_kind)),
+        (&namespaces.capi, infra(platform.template_kind)),
+    ];
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let start = Instant::now();
+        let lists = kinds
+            .iter()
+            .map(|(namespace, resource)| list_pages(fill::dynamic(&client, namespace, resource)));
+        futures::future::try_join_all(lists).await?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(times[1])
+}
+
+/// Every object of `api`, listed in pages of 500; how many.
+async fn list_pages(api: Api<DynamicObject>) -> Result<usize, BenchError> {
+    let mut params = ListParams::default().limit(500);
+    let mut count = 0;
+    loop {
+        let page = api.list(&params).await?;
+        count += page.items.len();
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(count),
+        }
+    }
 }
 
 /// The simulated providers' phase: they provision the fleet (phases, instances,
