@@ -201,7 +201,8 @@ impl<L: Level> Val for JsonView<L> {
         Some(self)
     }
 
-    /// The view itself: a field read makes that field's view, not the level's.
+    /// The view itself: an index makes that entry's view, not the level (a field selection
+    /// has built it already, see the module doc).
     fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
     where
         Self: 'v,
