@@ -767,15 +767,12 @@ pub async fn run(
 async fn list_floor(env: &TestEnv, platform: &TestPlatform) -> Result<Duration, BenchError> {
     let client = counted_client(&env.kubeconfig(), Requests::new()).await?;
     let namespaces = fill::namespaces();
-    let infra = |kind| crate::infra_resource(kind, platform.version);
-    let kinds = [
-        (&namespaces.mapi, fill::mapi_machines()),
-        (&namespaces.mapi, fill::mapi_machine_sets()),
-        (&namespaces.capi, fill::capi_machines()),
-        (&namespaces.capi, fill::capi_machine_sets()),
-        (&namespaces.capi, infra(platform.machine_kind)),
-        (&namespaces.capi, infra(platform.template_kind)),
-    ];
+    // The MAPI kinds the sync reads, and the CAPI-side kinds it writes.
+    let mapi = [fill::mapi_machines(), fill::mapi_machine_sets()];
+    let capi = written_kinds(platform).map(|(_, resource)| resource);
+    let kinds: Vec<_> = (mapi.iter().map(|r| (&namespaces.mapi, r)))
+        .chain(capi.iter().map(|r| (&namespaces.capi, r)))
+        .collect();
     let mut times = Vec::new();
     for _ in 0..3 {
         let start = Instant::now();
