@@ -699,6 +699,85 @@ async fn evaluation_errors_follow_the_failure_policy() -> TestResult {
     Ok(())
 }
 
+/// A condition or validation that reads only the write is evaluated once per write, however
+/// many policies repeat it; each policy still decides on that result by its own failure
+/// policy, actions and messages.
+#[tokio::test]
+async fn an_expression_several_policies_share_is_decided_by_each_policy() -> TestResult {
+    let env = env().await?;
+    let shared = |message: &str, failure: &str| {
+        json!({
+            "failurePolicy": failure,
+            "matchConditions": [{"name": "not-alice", "expression": "request.userInfo.username != 'alice'"}],
+            "validations": [
+                {"expression": "object.data.size == 'small'", "message": message},
+                {"expression": "object.data.missing == 'x'"}
+            ]
+        })
+    };
+    let warn = json!({"validationActions": ["Warn"]});
+    install(
+        &env,
+        policy("a-fails", shared("a says small", "Fail")),
+        binding("a-fails", warn.clone()),
+    )
+    .await?;
+    install(
+        &env,
+        policy("b-ignores", shared("b says small", "Ignore")),
+        binding("b-ignores", warn),
+    )
+    .await?;
+    let warning = |policy: &str, message: &str| {
+        format!(
+            "299 - \"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{policy}-binding': {message}\""
+        )
+    };
+    let reply = create(
+        &env,
+        CONFIGMAPS,
+        &configmap("c", json!({"size": "big", "missing": "x"})),
+    )
+    .await?;
+    expect(&reply, 201)?;
+    assert_eq!(
+        reply.warnings,
+        vec![
+            warning("a-fails", "a says small"),
+            warning("b-ignores", "b says small")
+        ]
+    );
+    let reply = create(&env, CONFIGMAPS, &configmap("d", json!({"size": "small"}))).await?;
+    expect(&reply, 201)?;
+    let error = "expression 'object.data.missing == 'x'' resulted in error: no such key: missing";
+    assert_eq!(
+        reply.warnings,
+        vec![warning("a-fails", error)],
+        "b ignores the error"
+    );
+    let deny = json!({"spec": {"validationActions": ["Deny"]}});
+    expect(
+        &merge(&env, &format!("{BINDINGS}/a-fails-binding"), &deny).await?,
+        200,
+    )?;
+    let reply = create(&env, CONFIGMAPS, &configmap("e", json!({"size": "small"}))).await?;
+    denied(
+        &reply,
+        422,
+        &format!("'a-fails' with binding 'a-fails-binding' denied request: {error}"),
+    )?;
+    let alice = env.client_as("alice").await?;
+    let body = configmap("f", json!({"size": "big"}));
+    let reply = call_as(&alice, "POST", CONFIGMAPS, "application/json", &body).await?;
+    expect(&reply, 201)?;
+    assert!(
+        reply.warnings.is_empty(),
+        "the shared match condition skips both: {:?}",
+        reply.warnings
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn policies_apply_once_stored_and_stop_once_deleted() -> TestResult {
     let env = env().await?;

@@ -13,7 +13,7 @@ use ::cel::common::traits::Indexer;
 use ::cel::common::types::{CelString, MAP_TYPE, Type};
 use ::cel::common::value::{CowVal, Val};
 use ::cel::{ExecutionError, Value as CelValue};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::compiled::{Expression, Policy};
 use super::{Attributes, Operation, UserInfo};
@@ -62,6 +62,7 @@ impl<'a> InputCache<'a> {
             user: self.user,
             matched: matched.clone(),
             values: Default::default(),
+            results: RefCell::default(),
         });
         self.built.push((version, inputs.clone()));
         inputs
@@ -77,6 +78,8 @@ pub struct Inputs<'a> {
     matched: Arc<ResourceInfo>,
     /// `object`, `oldObject`, `request`, `namespaceObject`.
     values: [OnceLock<Shared>; 4],
+    /// The results of the expressions that read only these values, by source.
+    results: RefCell<Vec<(String, Result<CelValue, String>)>>,
 }
 
 const INPUT_NAMES: [&str; 4] = ["object", "oldObject", "request", "namespaceObject"];
@@ -122,8 +125,28 @@ pub struct Activation<'p, 'a> {
 
 impl Activation<'_, '_> {
     /// Runs `expression`; an error is worded as kube's
-    /// (`expression '<source>' resulted in error: <why>`).
+    /// (`expression '<source>' resulted in error: <why>`). One that reads only the write
+    /// runs once per write, whichever policy asks.
     pub fn run(&self, expression: &Expression) -> Result<CelValue, String> {
+        if !expression.reads_only_the_write {
+            return self.evaluate(expression);
+        }
+        let results = &self.inputs.results;
+        let known = results
+            .borrow()
+            .iter()
+            .find(|(source, _)| *source == expression.source)
+            .map(|(_, r)| r.clone());
+        known.unwrap_or_else(|| {
+            let result = self.evaluate(expression);
+            results
+                .borrow_mut()
+                .push((expression.source.clone(), result.clone()));
+            result
+        })
+    }
+
+    fn evaluate(&self, expression: &Expression) -> Result<CelValue, String> {
         self.execute(expression)
             .and_then(|value| CelValue::try_from(value.as_ref()).map_err(|e| cel::error_message(&e)))
             .map_err(|why| format!("expression '{}' resulted in error: {why}", expression.source))
@@ -307,29 +330,63 @@ fn as_version(object: &Arc<Value>, matched: &ResourceInfo) -> Arc<Value> {
     }
 }
 
-/// `request`: kube's `AdmissionRequest` without the objects.
+/// `request`: kube's `AdmissionRequest` without the objects. Built field by field: `json!`
+/// would serialize each interpolated value, and every policy of a write reads `request`.
 fn request(attrs: &Attributes<'_>, user: &UserInfo, matched: &ResourceInfo) -> Value {
-    let kind = |i: &ResourceInfo| json!({"group": i.group, "version": i.version, "kind": i.kind});
-    let resource = |i: &ResourceInfo| json!({"group": i.group, "version": i.version, "resource": i.plural});
     let options = match attrs.operation {
         Operation::Create => "CreateOptions",
         Operation::Update => "UpdateOptions",
         Operation::Delete => "DeleteOptions",
     };
-    json!({
-        "kind": kind(matched),
-        "resource": resource(matched),
-        "subResource": attrs.subresource,
-        "requestKind": kind(attrs.info),
-        "requestResource": resource(attrs.info),
-        "requestSubResource": attrs.subresource,
-        "name": attrs.name,
-        "namespace": attrs.namespace,
-        "operation": attrs.operation.as_str(),
-        "userInfo": {"username": user.username, "uid": user.uid, "groups": user.groups},
-        "dryRun": attrs.dry_run,
-        "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"},
-    })
+    let groups = user.groups.iter().map(|g| text(g)).collect();
+    object([
+        ("kind", group_version_kind(matched)),
+        ("resource", group_version_resource(matched)),
+        ("subResource", text(attrs.subresource)),
+        ("requestKind", group_version_kind(attrs.info)),
+        ("requestResource", group_version_resource(attrs.info)),
+        ("requestSubResource", text(attrs.subresource)),
+        ("name", text(attrs.name)),
+        ("namespace", text(attrs.namespace)),
+        ("operation", text(attrs.operation.as_str())),
+        (
+            "userInfo",
+            object([
+                ("username", text(&user.username)),
+                ("uid", text(&user.uid)),
+                ("groups", Value::Array(groups)),
+            ]),
+        ),
+        ("dryRun", Value::Bool(attrs.dry_run)),
+        (
+            "options",
+            object([("kind", text(options)), ("apiVersion", text("meta.k8s.io/v1"))]),
+        ),
+    ])
+}
+
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn text(value: &str) -> Value {
+    Value::String(value.to_string())
+}
+
+fn group_version_kind(info: &ResourceInfo) -> Value {
+    object([
+        ("group", text(&info.group)),
+        ("version", text(&info.version)),
+        ("kind", text(&info.kind)),
+    ])
+}
+
+fn group_version_resource(info: &ResourceInfo) -> Value {
+    object([
+        ("group", text(&info.group)),
+        ("version", text(&info.version)),
+        ("resource", text(&info.plural)),
+    ])
 }
 
 /// `namespaceObject`: the request's namespace (null for cluster-scoped writes and

@@ -27,6 +27,11 @@ pub struct Expression {
     /// The write's variables it reads (`object`, `oldObject`, `request`,
     /// `namespaceObject`): only those are built.
     pub inputs: Vec<&'static str>,
+    /// It compiles and reads nothing but the write's variables (no `params`, no
+    /// `variables`): its value is the same in every policy that matches the write in the
+    /// same version, so it is evaluated once per write (policies repeat such conditions,
+    /// e.g. the exempt users).
+    pub reads_only_the_write: bool,
 }
 
 impl Expression {
@@ -46,12 +51,17 @@ impl Expression {
             .into_iter()
             .filter(|name| program.as_ref().is_ok_and(|p| p.references().has_variable(name)))
             .collect();
+        let reads_only_the_write = !uses_params
+            && program
+                .as_ref()
+                .is_ok_and(|p| !p.references().has_variable("variables"));
         Self {
             source: source.to_string(),
             program,
             reads,
             uses_params,
             inputs,
+            reads_only_the_write,
         }
     }
 }
@@ -284,6 +294,24 @@ fn mentions(source: &str, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_expressions_of_the_write_alone_are_shared_between_policies() {
+        let names = ["a".to_string(), "p".to_string()];
+        let a = Expression::compile("object.x", &names[..0], &[]);
+        let p = Expression::compile("params.x", &names[..1], &[]);
+        let variables = [(Arc::from("a"), a), (Arc::from("p"), p)];
+        let shared = |source: &str| Expression::compile(source, &names, &variables).reads_only_the_write;
+        assert!(shared(
+            "request.userInfo.username != 'admin' && object.x == oldObject.x"
+        ));
+        assert!(shared("namespaceObject.metadata.name == 'kube-system'"));
+        assert!(!shared("params.x == 1"), "a param differs between evaluations");
+        assert!(!shared("variables.a == 1"), "a variable is the policy's own");
+        assert!(!shared("variables['a'] == 1"));
+        assert!(!shared("variables.p == 1"));
+        assert!(!shared("object.x ==="), "no program");
+    }
 
     fn stored(name: &str, value: Value) -> ((String, String), Arc<Value>) {
         ((String::new(), name.to_string()), Arc::new(value))
