@@ -64,6 +64,12 @@ fn parse() -> BenchResult<Args> {
     Ok(args)
 }
 
+/// The operator binary's allocator (controllers/src/main.rs): `controllers --embedded` runs
+/// envtest, with these policies installed, in that process.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> std::process::ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
