@@ -36,6 +36,8 @@ pub struct InputCache<'a> {
     state: &'a State,
     attrs: &'a Attributes<'a>,
     user: &'a UserInfo,
+    /// The written resource as the registry serves it ([`super::matching::written`]).
+    written: Option<Arc<ResourceInfo>>,
     built: Vec<(String, Rc<Inputs<'a>>)>,
 }
 
@@ -46,8 +48,14 @@ impl<'a> InputCache<'a> {
             state,
             attrs,
             user,
+            written: super::matching::written(state, attrs),
             built: Vec::new(),
         }
+    }
+
+    /// The written resource as the registry serves it, where every match starts.
+    pub fn written(&self) -> Option<Arc<ResourceInfo>> {
+        self.written.clone()
     }
 
     /// The inputs of the write seen as `matched`.

@@ -47,7 +47,8 @@ pub fn policy(
     bindings: &[Binding],
     out: &mut Outcome,
 ) {
-    let matched = match matching::matches(state, attrs, &policy.match_constraints) {
+    let own = inputs.written();
+    let matched = match matching::matches(state, attrs, own.as_ref(), &policy.match_constraints) {
         Err(e) => return configuration_error(policy, None, &e, out),
         Ok(None) => return,
         Ok(Some(matched)) => matched,
@@ -61,7 +62,7 @@ pub fn policy(
     };
     for binding in bindings {
         let name = binding.name.as_str();
-        match matching::matches(state, attrs, &binding.match_resources) {
+        match matching::matches(state, attrs, own.as_ref(), &binding.match_resources) {
             Err(e) => configuration_error(policy, Some(name), &e, out),
             Ok(None) => {}
             Ok(Some(_)) => {

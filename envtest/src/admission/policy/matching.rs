@@ -99,32 +99,36 @@ fn selector(selector: &Value, field: &str) -> Result<LabelSelector, String> {
     LabelSelector::from_object(selector).map_err(|e| format!("invalid {field}: {e}"))
 }
 
-/// Matches `criteria`. `Err` is a configuration error (a malformed selector, a missing
-/// namespace).
+/// The resource a write is to, as the registry serves it (looked up once per write: every
+/// policy's and binding's criteria start from it).
+pub fn written(state: &State, attrs: &Attributes<'_>) -> Option<Matched> {
+    state
+        .registry
+        .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)
+}
+
+/// Matches `criteria`; `own`: [`written`]. `Err` is a configuration error (a malformed
+/// selector, a missing namespace).
 pub fn matches(
     state: &State,
     attrs: &Attributes<'_>,
+    own: Option<&Matched>,
     criteria: &Criteria,
 ) -> Result<Option<Matched>, String> {
-    let request_resource = || {
-        state
-            .registry
-            .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)
-    };
     if criteria.everything {
-        return Ok(request_resource());
+        return Ok(own.cloned());
     }
     // The rules first: most policies are for other resources, and a write outside the
     // rules is not matched whatever the selectors say (or fail to say).
     let matched = if criteria.rules.is_empty() {
-        request_resource()
+        own.cloned()
     } else {
-        rules_match(state, attrs, &criteria.rules, criteria.exact)
+        rules_match(state, attrs, own, &criteria.rules, criteria.exact)
     };
     let Some(matched) = matched else {
         return Ok(None);
     };
-    if rules_match(state, attrs, &criteria.excluded, criteria.exact).is_some() {
+    if rules_match(state, attrs, own, &criteria.excluded, criteria.exact).is_some() {
         return Ok(None);
     }
     let namespace = namespace_matches(state, attrs, &criteria.namespace_selector);
@@ -141,17 +145,19 @@ pub fn matches(
 }
 
 /// The first rule of `rules` the write matches, with the resource it matched as.
-fn rules_match(state: &State, attrs: &Attributes<'_>, rules: &[Rule], exact: bool) -> Option<Matched> {
-    if rules.is_empty() {
-        return None;
+fn rules_match(
+    state: &State,
+    attrs: &Attributes<'_>,
+    own: Option<&Matched>,
+    rules: &[Rule],
+    exact: bool,
+) -> Option<Matched> {
+    let own = own.filter(|_| !rules.is_empty())?;
+    if rules.iter().any(|rule| rule.matches(attrs, own)) {
+        return Some(own.clone());
     }
-    let own = state
-        .registry
-        .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)?;
-    if rules.iter().any(|rule| rule.matches(attrs, &own)) {
-        return Some(own);
-    }
-    if exact {
+    // Another version can only match a rule that lists everything else of the write.
+    if exact || !rules.iter().any(|rule| rule.matches_but_the_version(attrs, own)) {
         return None;
     }
     let equivalents = state.registry.all().filter(|other| {
@@ -168,10 +174,13 @@ fn rules_match(state: &State, attrs: &Attributes<'_>, rules: &[Rule], exact: boo
 impl Rule {
     /// The rule against the write seen as `resource`.
     fn matches(&self, attrs: &Attributes<'_>, resource: &ResourceInfo) -> bool {
-        let listed = |items: &[String], value: &str| items.iter().any(|item| item == "*" || item == value);
+        listed(&self.api_versions, &resource.version) && self.matches_but_the_version(attrs, resource)
+    }
+
+    /// [`Self::matches`] for any version of `resource`.
+    fn matches_but_the_version(&self, attrs: &Attributes<'_>, resource: &ResourceInfo) -> bool {
         listed(&self.operations, attrs.operation.as_str())
             && listed(&self.api_groups, &resource.group)
-            && listed(&self.api_versions, &resource.version)
             && self.resource_listed(&resource.plural, attrs.subresource)
             && self.scope_matches(attrs)
             && (self.resource_names.is_empty() || self.resource_names.iter().any(|n| n == attrs.name))
@@ -233,4 +242,9 @@ fn object_matches(attrs: &Attributes<'_>, selector: &Result<LabelSelector, Strin
         .into_iter()
         .flatten()
         .any(|o| selector.matches(o)))
+}
+
+/// `value` is in `items`, or `items` has `*`.
+fn listed(items: &[String], value: &str) -> bool {
+    items.iter().any(|item| item == "*" || item == value)
 }
