@@ -160,12 +160,24 @@ async fn finalizers_without_a_domain_are_accepted_with_a_warning() -> TestResult
     )
     .await?;
     expect(&reply, 201)?;
-    assert_eq!(
-        reply.warnings,
-        vec![
-            r#"299 - "metadata.finalizers: \"plain\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers""#
-        ]
-    );
+    let plain = r#"299 - "metadata.finalizers: \"plain\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers""#;
+    assert_eq!(reply.warnings, vec![plain]);
+    // An update that keeps the finalizer (a label, as `kubectl label` sends) is not warned
+    // again: kube warns about the finalizers an update adds.
+    let path = format!("{CONFIGMAPS}/f");
+    let label = json!({"metadata": {"labels": {"a": "b"}}});
+    let reply = call(&env, "PATCH", &path, "application/merge-patch+json", &label).await?;
+    expect(&reply, 200)?;
+    assert!(reply.warnings.is_empty(), "{:?}", reply.warnings);
+    let readd = json!({"metadata": {"finalizers": ["example.com/qualified", "kubernetes"]}});
+    expect(
+        &call(&env, "PATCH", &path, "application/merge-patch+json", &readd).await?,
+        200,
+    )?;
+    let readd = json!({"metadata": {"finalizers": ["plain", "example.com/qualified", "kubernetes"]}});
+    let reply = call(&env, "PATCH", &path, "application/merge-patch+json", &readd).await?;
+    expect(&reply, 200)?;
+    assert_eq!(reply.warnings, vec![plain], "added again by this update");
     let reply = call(
         &env,
         "PATCH",

@@ -70,10 +70,13 @@ fn finalizers(metadata: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// The warnings kube-apiserver adds for `metadata` (finalizers without a domain and path).
-pub fn warnings(metadata: &Value) -> Vec<String> {
+/// The warnings kube-apiserver adds for `metadata`: a finalizer without a domain and path,
+/// on create, or on update when `old` (the stored object's metadata) does not have it yet,
+/// so a writer is told once, when it adds the finalizer.
+pub fn warnings(metadata: &Value, old: Option<&Value>) -> Vec<String> {
+    let kept: Vec<&str> = old.map(|old| finalizers(old).collect()).unwrap_or_default();
     finalizers(metadata)
-        .filter(|f| !f.contains('/') && !STANDARD_FINALIZERS.contains(f))
+        .filter(|f| !f.contains('/') && !STANDARD_FINALIZERS.contains(f) && !kept.contains(f))
         .map(|f| {
             format!(
                 "metadata.finalizers: {f:?}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
@@ -216,7 +219,7 @@ mod tests {
             "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": true}],
         });
         assert!(validate(&meta).is_empty());
-        assert!(warnings(&meta).is_empty());
+        assert!(warnings(&meta, None).is_empty());
     }
 
     #[test]
@@ -260,11 +263,15 @@ mod tests {
             fields(&validate(&meta)),
             vec![("metadata.annotations", "Too long: must have at most 262144 bytes")]
         );
+        let plain = "metadata.finalizers: \"plain\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers";
+        assert_eq!(warnings(&meta, None), vec![plain]);
+        let before = json!({"finalizers": ["plain"]});
         assert_eq!(
-            warnings(&meta),
-            vec![
-                "metadata.finalizers: \"plain\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
-            ]
+            warnings(&meta, Some(&before)),
+            Vec::<String>::new(),
+            "kept: no warning"
         );
+        let other = json!({"finalizers": ["other"]});
+        assert_eq!(warnings(&meta, Some(&other)), vec![plain], "added by this update");
     }
 }

@@ -259,7 +259,7 @@ pub fn create(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, &name, causes));
     }
-    admission::warn(object_meta::warnings(meta(&object)));
+    admission::warn(object_meta::warnings(meta(&object), None));
     if meta_str(&object, "resourceVersion").is_some() {
         // kube's storage refuses it with a plain error, which the server answers as 500.
         const SET: &str = "resourceVersion should not be set on objects to be created";
@@ -595,7 +595,7 @@ pub fn update(
     if !causes.is_empty() {
         return Err(ApiError::invalid(&info.group, &kind, name, causes));
     }
-    admission::warn(object_meta::warnings(meta(&new)));
+    admission::warn(object_meta::warnings(meta(&new), Some(meta(&old))));
     if info.generation && spec_content(info, &new) != spec_content(info, &current) {
         let generation = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
         meta_mut(&mut new)?.insert("generation".into(), json!(generation));
