@@ -433,6 +433,40 @@ async fn variables_are_evaluated_only_when_read() -> TestResult {
     Ok(())
 }
 
+/// A missing key is told as the failed variable's error only in an expression that reads
+/// that variable; elsewhere it is the object's missing key, even when a variable of that
+/// name failed earlier in the same evaluation.
+#[tokio::test]
+async fn a_missing_key_is_a_failed_variable_only_where_that_variable_is_read() -> TestResult {
+    let env = env().await?;
+    let spec = json!({
+        "variables": [{"name": "size", "expression": "object.data.nothing"}],
+        "validations": [
+            {"expression": "variables.size == 'x'"},
+            {"expression": "object.data.size == 'x'"}
+        ]
+    });
+    let warn = json!({"validationActions": ["Warn"]});
+    install(&env, policy("names", spec), binding("names", warn)).await?;
+    let reply = create(&env, CONFIGMAPS, &configmap("c", json!({"a": "1"}))).await?;
+    expect(&reply, 201)?;
+    let warning = |message: &str| {
+        format!(
+            "299 - \"Validation failed for ValidatingAdmissionPolicy 'names' with binding 'names-binding': {message}\""
+        )
+    };
+    assert_eq!(
+        reply.warnings,
+        vec![
+            warning(
+                "expression 'variables.size == 'x'' resulted in error: composited variable \\\"size\\\" fails to evaluate: no such key: nothing"
+            ),
+            warning("expression 'object.data.size == 'x'' resulted in error: no such key: size"),
+        ]
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn params_are_found_by_name_in_the_request_s_namespace_or_the_binding_s() -> TestResult {
     let env = env().await?;

@@ -194,7 +194,7 @@ impl Activation<'_, '_> {
         ctx.add_variable_as_val("variables", Box::new(self.map(expression)));
         ::cel::Value::resolve_val(program.expression(), &ctx)
             .map(CowVal::into_owned)
-            .map_err(|e| self.explain(&e))
+            .map_err(|e| self.explain(expression, &e))
     }
 
     /// Evaluates variable `index` once (a variable reading itself is an error).
@@ -230,19 +230,22 @@ impl Activation<'_, '_> {
         VariablesMap { entries }
     }
 
-    /// An evaluation error; a missing key that is a failed variable is that variable's error.
-    fn explain(&self, error: &ExecutionError) -> String {
+    /// An evaluation error; a missing key that is a failed variable `expression` reads is
+    /// that variable's error (any other missing key is the object's, whatever variables
+    /// failed before).
+    fn explain(&self, expression: &Expression, error: &ExecutionError) -> String {
         if let ExecutionError::NoSuchKey(key) = error {
             let values = self.variables.borrow();
-            let failed = self
-                .policy
-                .variables
-                .iter()
-                .zip(values.iter())
-                .find_map(|((name, _), value)| match value {
-                    Some(Err(why)) if **name == *key.as_str() => Some(why.clone()),
-                    _ => None,
-                });
+            let failed =
+                expression
+                    .reads
+                    .iter()
+                    .find_map(|&i| match (self.policy.variables.get(i), values.get(i)) {
+                        (Some((name, _)), Some(Some(Err(why)))) if **name == *key.as_str() => {
+                            Some(why.clone())
+                        }
+                        _ => None,
+                    });
             if let Some(why) = failed {
                 return why;
             }
