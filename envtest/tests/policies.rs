@@ -490,6 +490,20 @@ async fn params_are_found_by_name_in_the_request_s_namespace_or_the_binding_s() 
         422,
         "at most 1 keys (test)",
     )?;
+    // An updated param is seen by the next write, not the copy prepared before.
+    let raised = json!({"data": {"max": "2"}});
+    expect(&merge(&env, &format!("{CONFIGMAPS}/limits"), &raised).await?, 200)?;
+    expect(&create(&env, secrets, &secret("raised")).await?, 201)?;
+    let lowered = json!({"data": {"max": "0"}});
+    expect(
+        &merge(&env, &format!("{CONFIGMAPS}/limits"), &lowered).await?,
+        200,
+    )?;
+    denied(
+        &create(&env, secrets, &secret("lowered")).await?,
+        422,
+        "at most 0 keys (test)",
+    )?;
 
     let elsewhere = json!({"spec": {"paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}}});
     expect(

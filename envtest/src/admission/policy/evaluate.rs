@@ -140,25 +140,24 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
 
 /// A param as the policy sees it: in the `paramKind`'s version, a view of the stored
 /// object (of a converted copy when its version differs). Prepared once per
-/// (uid, resourceVersion, version): a policy with a `selector: {}` param sees every
+/// (uid, version) and resourceVersion: a policy with a `selector: {}` param sees every
 /// object of the kind on every write it matches, and checking for defaults and the
-/// version walks the object.
+/// version walks the object. A newer resourceVersion replaces the entry, so the cache
+/// holds one copy per object, not one per revision.
 fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared {
-    type Key = (String, String, String);
-    static CACHE: LazyLock<Mutex<HashMap<Key, Shared>>> = LazyLock::new(Mutex::default);
+    type Key = (String, String);
+    static CACHE: LazyLock<Mutex<HashMap<Key, (String, Shared)>>> = LazyLock::new(Mutex::default);
+    // Entries of deleted objects are only dropped by this bound.
     const LIMIT: usize = 200_000;
     let (Some(kind), Some(param)) = (kind, param) else {
         return null();
     };
     let meta = &param["metadata"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let key = (
-        text(&meta["uid"]),
-        text(&meta["resourceVersion"]),
-        kind.api_version(),
-    );
+    let key = (text(&meta["uid"]), kind.api_version());
+    let revision = text(&meta["resourceVersion"]);
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(value) = cache.get(&key) {
+    if let Some((_, value)) = cache.get(&key).filter(|(at, _)| *at == revision) {
         return value.clone();
     }
     let served = crate::admission::on_read(kind, &param).map_or(param, Arc::new);
@@ -166,7 +165,7 @@ fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared
     if cache.len() >= LIMIT {
         cache.clear();
     }
-    cache.insert(key, value.clone());
+    cache.insert(key, (revision, value.clone()));
     value
 }
 
