@@ -88,6 +88,14 @@ fn widget(name: &str, version: &str, spec: Value) -> Value {
     json!({"apiVersion": format!("example.com/{version}"), "kind": "Widget", "metadata": {"name": name}, "spec": spec})
 }
 
+/// The `Warning` header of a `Warn` binding of `policy` (named as [`binding`] names it)
+/// whose validation failed with `message`.
+fn warning(policy: &str, message: &str) -> String {
+    format!(
+        "299 - \"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{policy}-binding': {message}\""
+    )
+}
+
 /// Fails unless `reply` is a denial whose message ends with `message`.
 fn denied(reply: &Reply, code: u16, message: &str) -> TestResult {
     expect(reply, code)?;
@@ -450,18 +458,17 @@ async fn a_missing_key_is_a_failed_variable_only_where_that_variable_is_read() -
     install(&env, policy("names", spec), binding("names", warn)).await?;
     let reply = create(&env, CONFIGMAPS, &configmap("c", json!({"a": "1"}))).await?;
     expect(&reply, 201)?;
-    let warning = |message: &str| {
-        format!(
-            "299 - \"Validation failed for ValidatingAdmissionPolicy 'names' with binding 'names-binding': {message}\""
-        )
-    };
     assert_eq!(
         reply.warnings,
         vec![
             warning(
+                "names",
                 "expression 'variables.size == 'x'' resulted in error: composited variable \\\"size\\\" fails to evaluate: no such key: nothing"
             ),
-            warning("expression 'object.data.size == 'x'' resulted in error: no such key: size"),
+            warning(
+                "names",
+                "expression 'object.data.size == 'x'' resulted in error: no such key: size"
+            ),
         ]
     );
     Ok(())
@@ -629,12 +636,7 @@ async fn warn_adds_a_warning_header_and_audit_admits() -> TestResult {
     .await?;
     let reply = create(&env, CONFIGMAPS, &configmap("c", json!({"deny": "1"}))).await?;
     expect(&reply, 201)?;
-    assert_eq!(
-        reply.warnings,
-        vec![
-            "299 - \"Validation failed for ValidatingAdmissionPolicy 'warned' with binding 'warned-binding': no deny key\""
-        ]
-    );
+    assert_eq!(reply.warnings, vec![warning("warned", "no deny key")]);
     let audit_only = json!({"spec": {"validationActions": ["Audit"]}});
     expect(
         &merge(&env, &format!("{BINDINGS}/warned-binding"), &audit_only).await?,
@@ -776,11 +778,6 @@ async fn an_expression_several_policies_share_is_decided_by_each_policy() -> Tes
         binding("b-ignores", warn),
     )
     .await?;
-    let warning = |policy: &str, message: &str| {
-        format!(
-            "299 - \"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{policy}-binding': {message}\""
-        )
-    };
     let reply = create(
         &env,
         CONFIGMAPS,
