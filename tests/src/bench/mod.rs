@@ -208,7 +208,9 @@ impl Sessions {
 }
 
 /// Runs cold-start/latency sessions on one envtest filled with `fleet`, alternating the
-/// implementations (the first round macro first, the next hand-written first, …).
+/// implementations (the first round macro first, the next hand-written first, …), then
+/// the same updates seen by plain watches ([`scenarios::watch_floor`]): macro,
+/// hand-written, floor.
 async fn sessions(
     fleet: Fleet,
     rounds: usize,
@@ -216,7 +218,7 @@ async fn sessions(
     samples: usize,
     warmup: usize,
     progress: &impl Fn(&str),
-) -> Result<[Sessions; 2], BenchError> {
+) -> Result<[Sessions; 3], BenchError> {
     let (env, filled) = fill::start(fleet).await?;
     progress(&format!(
         "filled {} Machine pairs and {} MachineSet pairs in {:.1} s",
@@ -224,7 +226,7 @@ async fn sessions(
         fleet.machine_sets,
         filled.as_secs_f64()
     ));
-    let mut results = [Sessions::default(), Sessions::default()];
+    let mut results = [Sessions::default(), Sessions::default(), Sessions::default()];
     let rounds = rounds.max(1);
     for round in 0..rounds {
         let mut order = Implementation::BOTH;
@@ -252,6 +254,12 @@ async fn sessions(
             results[index(implementation)].sessions.push(session);
         }
     }
+    let (latencies, missed) = scenarios::watch_floor(&env, kinds, samples, warmup).await?;
+    results[2].sessions.push(Session {
+        latencies,
+        missed,
+        ..Session::default()
+    });
     env.stop().await;
     Ok(results)
 }
@@ -298,7 +306,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     }
 
     progress("1+2. cold start and event-to-hook latency");
-    let [macro_sessions, hand_sessions] = sessions(
+    let [macro_sessions, hand_sessions, floor] = sessions(
         fleet,
         settings.sessions,
         &Watched::ALL,
@@ -393,6 +401,25 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
             )
             .target(10.0),
         );
+        let f = floor.latencies(kind);
+        figures.push(Figure::lower(
+            format!(
+                "latency floor p50: {} update → a plain watch's event",
+                kind.label()
+            ),
+            "ms",
+            f.median_ms,
+            None,
+        ));
+        figures.push(Figure::lower(
+            format!(
+                "latency floor p99: {} update → a plain watch's event",
+                kind.label()
+            ),
+            "ms",
+            f.p99_ms,
+            None,
+        ));
     }
 
     let issue4 = if settings.issue4_pairs == pairs {
@@ -419,7 +446,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         )
     };
     let [m4, h4] = match &issue4 {
-        Some([m, h]) => [m, h],
+        Some([m, h, _]) => [m, h],
         None => [&macro_sessions, &hand_sessions],
     };
     let (m, h) = (
@@ -605,8 +632,8 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         Figure::lower(
             "timed updates whose hook call never came",
             "count",
-            missed(&macro_sessions, mt) + issue4.as_ref().map_or(0.0, |[m, _]| m.missed() as f64),
-            Some(missed(&hand_sessions, ht) + issue4.as_ref().map_or(0.0, |[_, h]| h.missed() as f64)),
+            missed(&macro_sessions, mt) + issue4.as_ref().map_or(0.0, |[m, _, _]| m.missed() as f64),
+            Some(missed(&hand_sessions, ht) + issue4.as_ref().map_or(0.0, |[_, h, _]| h.missed() as f64)),
         )
         .target(0.0),
     );
@@ -621,8 +648,8 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     progress(&format!("done in {:.0} s", started.elapsed().as_secs_f64()));
 
     let raw = json!({
-        "cold_start_and_latency": {"macro": macro_sessions.summary(), "hand-written": hand_sessions.summary()},
-        "issue4": issue4.as_ref().map(|[m, h]| json!({"macro": m.summary(), "hand-written": h.summary()})),
+        "cold_start_and_latency": {"macro": macro_sessions.summary(), "hand-written": hand_sessions.summary(), "watch floor": floor.summary()},
+        "issue4": issue4.as_ref().map(|[m, h, _]| json!({"macro": m.summary(), "hand-written": h.summary()})),
         "throughput": {"macro": mt, "hand-written": ht},
         "memory": memory,
         "restart": {"macro": restarts.first(), "hand-written": restarts.get(1)},

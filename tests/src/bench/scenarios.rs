@@ -247,32 +247,11 @@ pub async fn session(
             quiet: since_start(quiet_at),
             quiet_cpu,
             quiet_hook_calls,
-            latencies: kinds.iter().map(|k| (*k, Vec::with_capacity(samples))).collect(),
+            latencies: Vec::new(),
             missed: 0,
         };
-        probes.machines.set_recording(true);
-        probes.machine_sets.set_recording(true);
-        let writer = Writer::new(env.client());
-        // Untimed: the infrastructure watches may still be starting.
-        for seq in 0..warmup {
-            for kind in kinds {
-                let update = writer.update(*kind, target(*kind, seq)).await?;
-                update.wait(&probes, COLD_START_TIMEOUT).await?;
-            }
-        }
-        for seq in warmup..warmup + samples {
-            for (kind, latencies) in &mut result.latencies {
-                let started = Instant::now();
-                let update = writer.update(*kind, target(*kind, seq)).await?;
-                match update.wait(&probes, HOOK_TIMEOUT).await {
-                    Ok(at) => latencies.push(at.saturating_duration_since(started)),
-                    Err(error) => {
-                        eprintln!("  {}: {error}", implementation.as_str());
-                        result.missed += 1;
-                    }
-                }
-            }
-        }
+        let timed = timed_updates(env, &probes, kinds, samples, warmup, implementation.as_str()).await?;
+        (result.latencies, result.missed) = timed;
         Ok::<_, BenchError>(result)
     }
     .await;
@@ -280,6 +259,119 @@ pub async fn session(
     let result = measured?;
     stopped?;
     Ok(result)
+}
+
+/// Write-to-seen latencies by kind, and the updates never seen.
+type Timed = (Vec<(Watched, Vec<Duration>)>, usize);
+
+/// Times `samples` updates of each of `kinds` (round-robin, one at a time, after `warmup`
+/// untimed ones), each until `probes` saw it; `who` names what was waited for in errors.
+async fn timed_updates(
+    env: &TestEnv,
+    probes: &Probes,
+    kinds: &[Watched],
+    samples: usize,
+    warmup: usize,
+    who: &str,
+) -> Result<Timed, BenchError> {
+    probes.machines.set_recording(true);
+    probes.machine_sets.set_recording(true);
+    let writer = Writer::new(env.client());
+    // Untimed: the infrastructure watches may still be starting.
+    for seq in 0..warmup {
+        for kind in kinds {
+            let update = writer.update(*kind, target(*kind, seq)).await?;
+            update.wait(probes, COLD_START_TIMEOUT).await?;
+        }
+    }
+    let mut latencies: Vec<_> = kinds.iter().map(|k| (*k, Vec::with_capacity(samples))).collect();
+    let mut missed = 0;
+    for seq in warmup..warmup + samples {
+        for (kind, latencies) in &mut latencies {
+            let started = Instant::now();
+            let update = writer.update(*kind, target(*kind, seq)).await?;
+            match update.wait(probes, HOOK_TIMEOUT).await {
+                Ok(at) => latencies.push(at.saturating_duration_since(started)),
+                Err(error) => {
+                    eprintln!("  {who}: {error}");
+                    missed += 1;
+                }
+            }
+        }
+    }
+    Ok((latencies, missed))
+}
+
+/// The floor under the event-to-hook latency: the same timed updates, each until a plain
+/// watch of its kind (a kube-runtime `watcher`, objects decoded, no cache, queue or hook)
+/// receives the event that carries its resourceVersion. What the server's write, its watch
+/// fan-out and the client's decoding cost on this machine; an implementation's latency
+/// minus this is its own.
+pub async fn watch_floor(
+    env: &TestEnv,
+    kinds: &[Watched],
+    samples: usize,
+    warmup: usize,
+) -> Result<Timed, BenchError> {
+    let probes = Probes::default();
+    let client = env.client();
+    let namespaces = fill::namespaces();
+    let mut watches = vec![
+        (
+            fill::dynamic(&client, &namespaces.mapi, &fill::mapi_machines()),
+            Side::Mapi,
+            &probes.machines,
+        ),
+        (
+            fill::dynamic(&client, &namespaces.capi, &fill::capi_machines()),
+            Side::Capi,
+            &probes.machines,
+        ),
+    ];
+    for i in 0..2 {
+        let machines = fill::infra_resource(Fleet::infra_kind(i));
+        watches.push((
+            fill::dynamic(&client, &namespaces.capi, &machines),
+            Side::Infra,
+            &probes.machines,
+        ));
+        let templates = fill::infra_resource(Fleet::template_kind(i));
+        watches.push((
+            fill::dynamic(&client, &namespaces.capi, &templates),
+            Side::Infra,
+            &probes.machine_sets,
+        ));
+    }
+    let tasks: Vec<_> = watches
+        .into_iter()
+        .map(|(api, side, probe)| tokio::spawn(watch_into(api, side, probe.clone())))
+        .collect();
+    let timed = timed_updates(env, &probes, kinds, samples, warmup, "watch floor").await;
+    for task in &tasks {
+        task.abort();
+    }
+    timed
+}
+
+/// Records every object `api`'s watch delivers on `probe`, as a hook call that saw its
+/// resourceVersion on `side`.
+async fn watch_into(api: Api<DynamicObject>, side: Side, probe: Probe) {
+    let events = kube::runtime::watcher(api, kube::runtime::watcher::Config::default());
+    futures::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        let object = match event {
+            Ok(kube::runtime::watcher::Event::Apply(o) | kube::runtime::watcher::Event::InitApply(o)) => o,
+            _ => continue,
+        };
+        let (name, version) = (
+            object.metadata.name.as_deref(),
+            object.metadata.resource_version.as_deref(),
+        );
+        if let Some(name) = name {
+            let at = |s: Side| version.filter(|_| s == side);
+            probe.record(name, at(Side::Mapi), at(Side::Capi), at(Side::Infra));
+        }
+    }
 }
 
 /// What the throughput scenario measured for one implementation.
