@@ -596,11 +596,13 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         )
         .await?;
         progress(&format!(
-            "  {:<12} {} of {} updates never reached a hook ({} of them reconciled with an older object); {}",
+            "  {:<12} {} of {} updates not seen by a hook within 10 s ({} of them reconciled with an older object), {} not within {} s; {}",
             implementation.as_str(),
             result.lost,
             result.updates,
             result.reconciled_stale,
+            result.never,
+            scenarios::RESTART_GIVE_UP.as_secs(),
             result
                 .recovered_after
                 .map_or("not recovered".to_owned(), |d| format!(
@@ -615,7 +617,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         figures.push(
             Figure::lower(
                 format!(
-                    "watch restart: of {} updates made while the watches were down, never seen by a hook",
+                    "watch restart: of {} updates made while the watches were down, not seen by a hook within 10 s",
                     m.updates
                 ),
                 "count",
@@ -624,6 +626,25 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
             )
             .target(0.0),
         );
+        figures.push(
+            Figure::lower(
+                format!(
+                    "watch restart: of those, not seen within {} s (lost)",
+                    scenarios::RESTART_GIVE_UP.as_secs()
+                ),
+                "count",
+                m.never as f64,
+                Some(h.never as f64),
+            )
+            .target(0.0),
+        );
+        let recovered = |r: &Restart| r.recovered_after.map_or(f64::NAN, |d| d.as_secs_f64());
+        figures.push(Figure::lower(
+            "watch restart: every update seen, after the watches returned",
+            "s",
+            recovered(m),
+            Some(recovered(h)),
+        ));
     }
 
     let missed =
