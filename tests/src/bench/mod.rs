@@ -208,15 +208,16 @@ impl Sessions {
 }
 
 /// Runs cold-start/latency sessions on one envtest filled with `fleet`, alternating the
-/// implementations (the first round macro first, the next hand-written first, …), then
-/// the same updates seen by plain watches ([`scenarios::watch_floor`]): macro,
-/// hand-written, floor.
+/// implementations (the first round macro first, the next hand-written first, …), then,
+/// with `floor`, the same updates seen by plain watches ([`scenarios::watch_floor`]):
+/// macro, hand-written, floor (empty without).
 async fn sessions(
     fleet: Fleet,
     rounds: usize,
     kinds: &[Watched],
     samples: usize,
     warmup: usize,
+    floor: bool,
     progress: &impl Fn(&str),
 ) -> Result<[Sessions; 3], BenchError> {
     let (env, filled) = fill::start(fleet).await?;
@@ -254,12 +255,14 @@ async fn sessions(
             results[index(implementation)].sessions.push(session);
         }
     }
-    let (latencies, missed) = scenarios::watch_floor(&env, kinds, samples, warmup).await?;
-    results[2].sessions.push(Session {
-        latencies,
-        missed,
-        ..Session::default()
-    });
+    if floor {
+        let (latencies, missed) = scenarios::watch_floor(&env, kinds, samples, warmup).await?;
+        results[2].sessions.push(Session {
+            latencies,
+            missed,
+            ..Session::default()
+        });
+    }
     env.stop().await;
     Ok(results)
 }
@@ -312,6 +315,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         &Watched::ALL,
         settings.latency_samples,
         settings.warmup,
+        true,
         &progress,
     )
     .await?;
@@ -440,6 +444,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
                 &[Watched::InfraMachine],
                 settings.latency_samples,
                 settings.warmup,
+                false,
                 &progress,
             )
             .await?,
@@ -596,10 +601,11 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         )
         .await?;
         progress(&format!(
-            "  {:<12} {} of {} updates not seen by a hook within 10 s ({} of them reconciled with an older object), {} not within {} s; {}",
+            "  {:<12} {} of {} updates not seen by a hook within {} s ({} of them reconciled with an older object), {} not within {} s; {}",
             implementation.as_str(),
             result.lost,
             result.updates,
+            scenarios::RESTART_DEADLINE.as_secs(),
             result.reconciled_stale,
             result.never,
             scenarios::RESTART_GIVE_UP.as_secs(),
@@ -617,8 +623,9 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
         figures.push(
             Figure::lower(
                 format!(
-                    "watch restart: of {} updates made while the watches were down, not seen by a hook within 10 s",
-                    m.updates
+                    "watch restart: of {} updates made while the watches were down, not seen by a hook within {} s",
+                    m.updates,
+                    scenarios::RESTART_DEADLINE.as_secs()
                 ),
                 "count",
                 m.lost as f64,
