@@ -17,6 +17,8 @@ use kube::core::GroupVersionKind;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use sync_core::Namespaces;
 use sync_core::api::{capi, mapi};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -799,6 +801,107 @@ async fn mapi_machine_set_scales_from_its_template_only_while_authoritative() {
         s.and_then(|s| s.status.as_ref()).and_then(|s| s.ready_replicas) == Some(3)
     })
     .await;
+    providers.stop().await;
+}
+
+/// Records the name of every object the watch sees, from its start until the handle is
+/// aborted (so a Machine created and deleted again is counted).
+async fn record_names<K>(api: Api<K>) -> (Arc<Mutex<BTreeSet<String>>>, tokio::task::JoinHandle<()>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut stream = Box::pin(watcher(api, watcher::Config::default()));
+    let established = tokio::time::timeout(TIMEOUT, async {
+        while let Some(event) = stream.next().await {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(established, Ok(true), "the watch never started");
+    let names = Arc::new(Mutex::new(BTreeSet::new()));
+    let recorded = names.clone();
+    let task = tokio::spawn(async move {
+        while let Some(event) = stream.next().await {
+            if let Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) = event
+                && let Ok(mut names) = recorded.lock()
+            {
+                names.insert(object.name_any());
+            }
+        }
+    });
+    (names, task)
+}
+
+/// The cached Machines and expectations: scaling from an adopted orphan to 30 creates each
+/// missing Machine once, although the creates' events arrive while the set is still
+/// creating (a reconcile on a store that has not seen them all would create more, then
+/// delete the surplus).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mapi_machine_set_adopts_an_orphan_and_creates_each_missing_machine_once() {
+    let mut providers = Providers::start().await;
+    let sets = Api::<mapi::MachineSet>::namespaced(providers.client(), MAPI_NS);
+    let machines = Api::<mapi::Machine>::namespaced(providers.client(), MAPI_NS);
+    let selector = json!({"machine.openshift.io/cluster-api-machineset": "workers"});
+    let mut orphan = mapi_machine("orphan", "MachineAPI");
+    orphan["metadata"]["labels"] = selector.clone();
+    create(&machines, orphan).await;
+    let (names, recorder) = record_names(machines.clone()).await;
+    let mut template = mapi_machine("unused", "MachineAPI");
+    create(
+        &sets,
+        json!({
+            "apiVersion": "machine.openshift.io/v1beta1",
+            "kind": "MachineSet",
+            "metadata": { "name": "workers", "namespace": MAPI_NS },
+            "spec": {
+                "replicas": 30,
+                "selector": { "matchLabels": selector },
+                "template": { "metadata": { "labels": selector }, "spec": template["spec"].take() },
+            },
+        }),
+    )
+    .await;
+    let set = merge(
+        &sets,
+        "workers",
+        json!({"status": {"authoritativeAPI": "MachineAPI"}}),
+        true,
+    )
+    .await;
+    let ready = wait_until(&sets, "workers", "30 ready replicas", |s| {
+        s.and_then(|s| s.status.as_ref()).and_then(|s| s.ready_replicas) == Some(30)
+    })
+    .await;
+    let rv = ready.and_then(|s| s.resource_version()).unwrap_or_default();
+    providers
+        .reconciled(simulate::MAPI_MACHINE_SET_CONTROLLER, "workers", &rv)
+        .await;
+    recorder.abort();
+
+    let items = machines
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    assert_eq!(items.len(), 30);
+    let adopted = items
+        .iter()
+        .find(|m| m.name_any() == "orphan")
+        .map(|m| m.owner_references().to_vec());
+    let owner = adopted.as_ref().and_then(|owners| owners.first());
+    assert_eq!(
+        owner.map(|o| (o.name.as_str(), o.uid.as_str(), o.controller)),
+        Some(("workers", set.uid().unwrap_or_default().as_str(), Some(true))),
+        "the orphan is adopted"
+    );
+    let seen = names.lock().map(|n| n.len()).unwrap_or_default();
+    assert_eq!(
+        seen, 30,
+        "every Machine ever seen: 29 created and the orphan, none more"
+    );
     providers.stop().await;
 }
 

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -24,6 +24,7 @@ use sync_core::api::ContractVersionedObjectReference;
 use sync_core::api::capi::{Machine, MachineSet, MachineSetStatus};
 
 use super::conditions::{Condition, Conditions};
+use super::members::{self, MachineCache};
 use super::runtime::{self, Ctx, Error, Shared, controller_owner, has_paused_annotation};
 use super::scaling::{self, Member};
 use super::{CAPI_MACHINE_FINALIZER, CAPI_MACHINE_SET_FINALIZER};
@@ -40,18 +41,22 @@ pub(super) const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let client = shared.client.clone();
     let namespace = shared.namespaces.capi.clone();
+    let (cache, machines) =
+        MachineCache::new(Api::<Machine>::namespaced(client.clone(), &namespace), &namespace);
     let controller = Controller::new(
-        Api::<MachineSet>::namespaced(client.clone(), &namespace),
+        Api::<MachineSet>::namespaced(client, &namespace),
         watcher::Config::default(),
     )
-    .owns(
-        Api::<Machine>::namespaced(client, &namespace),
-        watcher::Config::default(),
-    );
+    .owns_stream(machines);
+    let reconcile = move |set, ctx| reconcile(set, ctx, cache.clone());
     runtime::run(controller, Ctx::new(shared, MANAGER), reconcile, shutdown).await;
 }
 
-async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+async fn reconcile(
+    set: Arc<MachineSet>,
+    ctx: Arc<Ctx>,
+    cache: Arc<MachineCache<Machine>>,
+) -> Result<Action, Error> {
     let namespace = &ctx.shared.namespaces.capi;
     let sets = Api::<MachineSet>::namespaced(ctx.client(), namespace);
     let deleting = set.meta().deletion_timestamp.is_some();
@@ -74,11 +79,15 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
 
     let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
     if deleting {
-        return delete(&sets, &set, &machines, &ctx).await;
+        return delete(&sets, &set, &machines, &cache, &ctx).await;
     }
     let selector = scaling::selector(&set.spec.selector)?;
-    let members = adopt_members(&set, &machines, &selector, &ctx).await?;
-    scale(&set, &machines, &members, &ctx).await?;
+    let members = adopt_members(&set, &machines, &cache, &selector, &ctx).await?;
+    if !cache.settled(&set.name_any()) {
+        // Counted without Machines it just created or deleted: their events come back here.
+        return Ok(Action::requeue(members::EXPECTATION_TIMEOUT));
+    }
+    scale(&set, &machines, &members, &cache, &ctx).await?;
     let desired = desired_status(&set, &members, &selector);
     if desired != current_status(&status) {
         ctx.patch_status(&sets, &set, desired).await?;
@@ -96,18 +105,20 @@ async fn delete(
     sets: &Api<MachineSet>,
     set: &MachineSet,
     machines: &Api<Machine>,
+    cache: &MachineCache<Machine>,
     ctx: &Ctx,
 ) -> Result<Action, Error> {
-    let mut remaining = 0;
-    for machine in machines.list(&ListParams::default()).await?.items {
-        if owner_set(&machine).as_deref() == Some(set.name_any().as_str()) {
-            remaining += 1;
-            if machine.meta().deletion_timestamp.is_none() {
-                delete_quietly(machines, &machine.name_any()).await?;
-            }
+    let name = set.name_any();
+    let remaining = cache
+        .select(|m| owner_set(m).as_deref() == Some(name.as_str()))
+        .await?;
+    for machine in &remaining {
+        if machine.meta().deletion_timestamp.is_none() {
+            delete_quietly(machines, &machine.name_any()).await?;
         }
     }
-    if remaining == 0 {
+    if remaining.is_empty() {
+        cache.forget(&name);
         ctx.remove_finalizer(sets, set, CAPI_MACHINE_SET_FINALIZER)
             .await?;
     }
@@ -119,15 +130,16 @@ async fn delete(
 async fn adopt_members(
     set: &MachineSet,
     machines: &Api<Machine>,
+    cache: &MachineCache<Machine>,
     selector: &Selector,
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in machines.list(&scaling::selected(selector)).await?.items {
-        let owner = owner_set(&machine);
+    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await? {
+        let machine = machine.as_ref();
+        let owner = owner_set(machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()
-            || !scaling::selects(selector, machine.labels())
         {
             continue;
         }
@@ -141,12 +153,12 @@ async fn adopt_members(
             }
             ctx.patch(
                 machines,
-                &machine,
+                machine,
                 json!({ "metadata": { "ownerReferences": owners } }),
             )
             .await?;
         }
-        members.push(member(&machine));
+        members.push(member(machine));
     }
     Ok(members)
 }
@@ -157,17 +169,21 @@ async fn scale(
     set: &MachineSet,
     machines: &Api<Machine>,
     members: &[Member],
+    cache: &MachineCache<Machine>,
     ctx: &Ctx,
 ) -> Result<(), Error> {
     let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let name = set.name_any();
     if members.len() < replicas {
         for _ in members.len()..replicas {
-            create_machine(set, machines, ctx).await?;
+            let created = create_machine(set, machines, ctx).await?;
+            cache.expect_created(&name, &created);
         }
     } else if members.len() > replicas {
         let order = set.spec.deletion.as_ref().and_then(|d| d.order.as_deref());
         for doomed in scaling::to_delete(members.to_vec(), members.len() - replicas, order) {
             delete_quietly(machines, &doomed.name).await?;
+            cache.expect_deleted(&name, &doomed.name);
         }
     }
     Ok(())
@@ -236,7 +252,8 @@ where
 
 /// One new Machine: its InfraMachine cloned from the template first, then the Machine
 /// that references it (if the Machine cannot be created, the InfraMachine is removed).
-async fn create_machine(set: &MachineSet, machines: &Api<Machine>, ctx: &Ctx) -> Result<(), Error> {
+/// Returns the Machine's name.
+async fn create_machine(set: &MachineSet, machines: &Api<Machine>, ctx: &Ctx) -> Result<String, Error> {
     let name = machine_name(set);
     let template = &set.spec.template;
     let labels = machine_labels(set);
@@ -308,7 +325,7 @@ async fn create_machine(set: &MachineSet, machines: &Api<Machine>, ctx: &Ctx) ->
         delete_quietly(&infra_machines, &name).await?;
         return Err(error.into());
     }
-    Ok(())
+    Ok(name)
 }
 
 /// `spec.machineNaming.template` (default `{{ .machineSet.name }}-{{ .random }}`).

@@ -23,6 +23,7 @@ use sync_core::api::AuthoritativeApi;
 use sync_core::api::mapi::{Machine, MachineSet, MachineSetStatus, MachineTemplateSpec};
 
 use super::conditions::{Condition, Conditions};
+use super::members::{self, MachineCache};
 use super::runtime::{self, Ctx, Error, Shared, controller_owner};
 use super::scaling::{self, Member};
 
@@ -34,19 +35,24 @@ const DELETE_ANNOTATION: &str = "machine.openshift.io/delete-machine";
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let client = shared.client.clone();
     let namespace = shared.namespaces.mapi.clone();
+    let (cache, machines) =
+        MachineCache::new(Api::<Machine>::namespaced(client.clone(), &namespace), &namespace);
     let controller = Controller::new(
-        Api::<MachineSet>::namespaced(client.clone(), &namespace),
+        Api::<MachineSet>::namespaced(client, &namespace),
         watcher::Config::default(),
     )
-    .owns(
-        Api::<Machine>::namespaced(client, &namespace),
-        watcher::Config::default(),
-    );
+    .owns_stream(machines);
+    let reconcile = move |set, ctx| reconcile(set, ctx, cache.clone());
     runtime::run(controller, Ctx::new(shared, MANAGER), reconcile, shutdown).await;
 }
 
-async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+async fn reconcile(
+    set: Arc<MachineSet>,
+    ctx: Arc<Ctx>,
+    cache: Arc<MachineCache<Machine>>,
+) -> Result<Action, Error> {
     if set.meta().deletion_timestamp.is_some() {
+        cache.forget(&set.name_any());
         return Ok(Action::await_change());
     }
     let namespace = &ctx.shared.namespaces.mapi;
@@ -76,8 +82,12 @@ async fn reconcile(set: Arc<MachineSet>, ctx: Arc<Ctx>) -> Result<Action, Error>
     }
 
     let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
-    let members = adopt_members(&set, &machines, &selector, &ctx).await?;
-    scale(&set, &template, &machines, &members).await?;
+    let members = adopt_members(&set, &machines, &cache, &selector, &ctx).await?;
+    if !cache.settled(&set.name_any()) {
+        // Counted without Machines it just created or deleted: their events come back here.
+        return Ok(Action::requeue(members::EXPECTATION_TIMEOUT));
+    }
+    scale(&set, &template, &machines, &members, &cache).await?;
     let desired = desired_status(&set, &members, &selector, &template_labels);
     if desired != current_status(&status) || conditions.changed() {
         let mut update = desired;
@@ -106,15 +116,16 @@ fn paused_condition(paused: bool, authority: Option<&AuthoritativeApi>) -> Condi
 async fn adopt_members(
     set: &MachineSet,
     machines: &Api<Machine>,
+    cache: &MachineCache<Machine>,
     selector: &Selector,
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in machines.list(&scaling::selected(selector)).await?.items {
-        let owner = controller_owner(&machine, "machine.openshift.io", "MachineSet");
+    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await? {
+        let machine = machine.as_ref();
+        let owner = controller_owner(machine, "machine.openshift.io", "MachineSet");
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()
-            || !scaling::selects(selector, machine.labels())
         {
             continue;
         }
@@ -128,12 +139,12 @@ async fn adopt_members(
             }
             ctx.patch(
                 machines,
-                &machine,
+                machine,
                 json!({ "metadata": { "ownerReferences": owners } }),
             )
             .await?;
         }
-        members.push(member(&machine));
+        members.push(member(machine));
     }
     Ok(members)
 }
@@ -145,18 +156,21 @@ async fn scale(
     template: &MachineTemplateSpec,
     machines: &Api<Machine>,
     members: &[Member],
+    cache: &MachineCache<Machine>,
 ) -> Result<(), Error> {
     let replicas = usize::try_from(set.spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let name = set.name_any();
     if members.len() < replicas {
         for _ in members.len()..replicas {
             let machine = new_machine(set, template);
-            machines.create(&post_params(), &machine).await?;
+            let created = machines.create(&post_params(), &machine).await?;
+            cache.expect_created(&name, &created.name_any());
         }
     } else if members.len() > replicas {
         let policy = set.spec.delete_policy.as_deref();
         for doomed in scaling::to_delete(members.to_vec(), members.len() - replicas, policy) {
             match machines.delete(&doomed.name, &DeleteParams::default()).await {
-                Ok(_) => {}
+                Ok(_) => cache.expect_deleted(&name, &doomed.name),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(error) => return Err(error.into()),
             }

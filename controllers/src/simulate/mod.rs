@@ -24,6 +24,7 @@ mod infra_machine;
 mod instance;
 mod mapi_machine;
 mod mapi_machine_set;
+mod members;
 mod runtime;
 mod scaling;
 

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
-use kube::api::ListParams;
 use kube::core::{ParseExpressionError, Selector, SelectorExt};
 
 /// A Machine as a MachineSet sees it.
@@ -40,14 +39,6 @@ pub(super) fn selector(selector: &LabelSelector) -> Result<Selector, SelectorErr
         return Err(SelectorError::Empty);
     }
     Ok(Selector::try_from(selector.clone())?)
-}
-
-/// The list of the Machines `selector` selects: the API server filters them, so a
-/// reconcile reads its own set's Machines, not every Machine of the namespace (a full
-/// list per reconcile, triggered by every Machine's event, kept two cores busy with a
-/// 3 000-Machine fleet and starved the other controllers' watches).
-pub(super) fn selected(selector: &Selector) -> ListParams {
-    ListParams::default().labels_from(selector)
 }
 
 /// Whether `selector` selects `labels`.
