@@ -804,6 +804,48 @@ async fn mapi_machine_set_scales_from_its_template_only_while_authoritative() {
     providers.stop().await;
 }
 
+/// MachineSets that exist when the providers start all wait for the first list of the
+/// Machine cache at once, and each is scaled once it is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_sets_waiting_together_for_the_machine_cache_are_all_scaled() {
+    let env = common::env().await;
+    let sets = Api::<mapi::MachineSet>::namespaced(env.client(), MAPI_NS);
+    let names = ["a", "b", "c", "d", "e"];
+    for name in names {
+        let selector = json!({"machine.openshift.io/cluster-api-machineset": name});
+        let mut template = mapi_machine("unused", "MachineAPI");
+        create(
+            &sets,
+            json!({
+                "apiVersion": "machine.openshift.io/v1beta1",
+                "kind": "MachineSet",
+                "metadata": { "name": name, "namespace": MAPI_NS },
+                "spec": {
+                    "replicas": 1,
+                    "selector": { "matchLabels": selector },
+                    "template": { "metadata": { "labels": selector }, "spec": template["spec"].take() },
+                },
+            }),
+        )
+        .await;
+        merge(
+            &sets,
+            name,
+            json!({"status": {"authoritativeAPI": "MachineAPI"}}),
+            true,
+        )
+        .await;
+    }
+    let providers = Providers::start_on(env).await;
+    for name in names {
+        wait_until(&sets, name, &format!("{name}: 1 ready replica"), |s| {
+            s.and_then(|s| s.status.as_ref()).and_then(|s| s.ready_replicas) == Some(1)
+        })
+        .await;
+    }
+    providers.stop().await;
+}
+
 /// Records the name of every object the watch sees, from its start until the handle is
 /// aborted (so a Machine created and deleted again is counted).
 async fn record_names<K>(api: Api<K>) -> (Arc<Mutex<BTreeSet<String>>>, tokio::task::JoinHandle<()>)

@@ -111,7 +111,7 @@ async fn delete(
     let name = set.name_any();
     let remaining = cache
         .select(|m| owner_set(m).as_deref() == Some(name.as_str()))
-        .await?;
+        .await;
     for machine in &remaining {
         if machine.meta().deletion_timestamp.is_none() {
             delete_quietly(machines, &machine.name_any()).await?;
@@ -135,7 +135,7 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await? {
+    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await {
         let machine = machine.as_ref();
         let owner = owner_set(machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())

@@ -121,7 +121,7 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await? {
+    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await {
         let machine = machine.as_ref();
         let owner = controller_owner(machine, "machine.openshift.io", "MachineSet");
         if owner.as_deref().is_some_and(|o| o != set.name_any())

@@ -10,14 +10,13 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
-
-use super::runtime::Error;
+use tokio::sync::watch;
 
 /// How long a create or delete is waited for before the set acts without having seen it
 /// (the Kubernetes controllers' `ExpectationsTimeout`).
@@ -27,6 +26,10 @@ pub(super) const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// is waiting to see.
 pub(super) struct MachineCache<M: Resource<DynamicType = ()> + 'static> {
     store: Store<M>,
+    /// True once the first list is in the store. kube's `Store::wait_until_ready` wakes
+    /// only the last of several concurrent waiters (a oneshot receiver keeps one waker),
+    /// and every set waits at once when the providers start.
+    ready: Arc<watch::Sender<bool>>,
     namespace: String,
     expected: Mutex<HashMap<String, Vec<Expected>>>,
     timeout: Duration,
@@ -51,16 +54,24 @@ where
         namespace: &str,
     ) -> (Arc<Self>, impl Stream<Item = watcher::Result<M>> + Send + use<M>) {
         let (store, writer) = reflector::store();
+        let cache = Self::from_store(store, namespace, false);
+        let ready = cache.ready.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
+            .inspect(move |event| {
+                if matches!(event, Ok(watcher::Event::InitDone)) {
+                    ready.send_replace(true);
+                }
+            })
             .touched_objects();
-        (Arc::new(Self::from_store(store, namespace)), stream)
+        (Arc::new(cache), stream)
     }
 
-    fn from_store(store: Store<M>, namespace: &str) -> Self {
+    fn from_store(store: Store<M>, namespace: &str, ready: bool) -> Self {
         Self {
             store,
+            ready: Arc::new(watch::Sender::new(ready)),
             namespace: namespace.to_owned(),
             expected: Mutex::default(),
             timeout: EXPECTATION_TIMEOUT,
@@ -69,12 +80,10 @@ where
 
     /// The cached Machines `keep` selects, once the first list is in (before it, an empty
     /// store would read as a set without Machines).
-    pub async fn select(&self, keep: impl Fn(&M) -> bool) -> Result<Vec<Arc<M>>, Error> {
-        self.store
-            .wait_until_ready()
-            .await
-            .map_err(|_| Error::Invalid("the Machine cache's watch stopped; restart the providers".into()))?;
-        Ok(self.store.state_filter(keep))
+    pub async fn select(&self, keep: impl Fn(&M) -> bool) -> Vec<Arc<M>> {
+        // The sender lives in `self`: the wait ends only by becoming ready.
+        let _ = self.ready.subscribe().wait_for(|ready| *ready).await;
+        self.store.state_filter(keep)
     }
 
     /// `set` created `machine`: its next scaling waits until the store has it.
@@ -151,16 +160,15 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::Init);
         writer.apply_watcher_event(&watcher::Event::InitApply(machine("m-1")));
         writer.apply_watcher_event(&watcher::Event::InitDone);
-        (MachineCache::from_store(store, "ns"), writer)
+        (MachineCache::from_store(store, "ns", true), writer)
     }
 
     #[tokio::test]
     async fn a_set_reads_the_cached_machines_it_selects() {
         let (cache, _writer) = cache();
-        let all = cache.select(|_| true).await.map(|m| m.len()).ok();
-        assert_eq!(all, Some(1));
+        assert_eq!(cache.select(|_| true).await.len(), 1);
         let none = cache.select(|m| m.metadata.name.as_deref() == Some("m-2")).await;
-        assert_eq!(none.map(|m| m.len()).ok(), Some(0));
+        assert!(none.is_empty());
     }
 
     #[test]
