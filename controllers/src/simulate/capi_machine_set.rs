@@ -41,8 +41,11 @@ pub(super) const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let client = shared.client.clone();
     let namespace = shared.namespaces.capi.clone();
-    let (cache, machines) =
-        MachineCache::new(Api::<Machine>::namespaced(client.clone(), &namespace), &namespace);
+    let (cache, machines) = MachineCache::new(
+        Api::<Machine>::namespaced(client.clone(), &namespace),
+        &namespace,
+        owner_set,
+    );
     let controller = Controller::new(
         Api::<MachineSet>::namespaced(client, &namespace),
         watcher::Config::default(),
@@ -110,7 +113,7 @@ async fn delete(
 ) -> Result<Action, Error> {
     let name = set.name_any();
     let remaining = cache
-        .select(|m| owner_set(m).as_deref() == Some(name.as_str()))
+        .members(&name, |m| owner_set(m).as_deref() == Some(name.as_str()))
         .await;
     for machine in &remaining {
         if machine.meta().deletion_timestamp.is_none() {
@@ -135,7 +138,10 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await {
+    for machine in cache
+        .members(&set.name_any(), |m| scaling::selects(selector, m.labels()))
+        .await
+    {
         let machine = machine.as_ref();
         let owner = owner_set(machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())

@@ -35,8 +35,11 @@ const DELETE_ANNOTATION: &str = "machine.openshift.io/delete-machine";
 pub(super) async fn run(shared: Shared, shutdown: tokio_util::sync::CancellationToken) {
     let client = shared.client.clone();
     let namespace = shared.namespaces.mapi.clone();
-    let (cache, machines) =
-        MachineCache::new(Api::<Machine>::namespaced(client.clone(), &namespace), &namespace);
+    let (cache, machines) = MachineCache::new(
+        Api::<Machine>::namespaced(client.clone(), &namespace),
+        &namespace,
+        owner_set,
+    );
     let controller = Controller::new(
         Api::<MachineSet>::namespaced(client, &namespace),
         watcher::Config::default(),
@@ -97,6 +100,11 @@ async fn reconcile(
     Ok(Action::await_change())
 }
 
+/// The name of the MachineSet that controls `machine`, if one does.
+fn owner_set(machine: &Machine) -> Option<String> {
+    controller_owner(machine, "machine.openshift.io", "MachineSet")
+}
+
 /// `Paused` as the Machine API controllers set it: true while `status.authoritativeAPI` is
 /// set and not `MachineAPI`, with a message naming it either way.
 fn paused_condition(paused: bool, authority: Option<&AuthoritativeApi>) -> Condition<'static> {
@@ -121,9 +129,12 @@ async fn adopt_members(
     ctx: &Ctx,
 ) -> Result<Vec<Member>, Error> {
     let mut members = Vec::new();
-    for machine in cache.select(|m| scaling::selects(selector, m.labels())).await {
+    for machine in cache
+        .members(&set.name_any(), |m| scaling::selects(selector, m.labels()))
+        .await
+    {
         let machine = machine.as_ref();
-        let owner = controller_owner(machine, "machine.openshift.io", "MachineSet");
+        let owner = owner_set(machine);
         if owner.as_deref().is_some_and(|o| o != set.name_any())
             || machine.meta().deletion_timestamp.is_some()
         {

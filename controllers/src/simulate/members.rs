@@ -1,20 +1,20 @@
 //! A MachineSet controller's cache of Machines, with the expectations of the Kubernetes
-//! ReplicaSet controller: a set reads its Machines from a reflector store instead of
-//! listing them from the API server on every reconcile (a list per Machine event is
-//! O(sets × Machines)), and it does not scale again until the store shows every Machine
-//! it created or deleted, so a store that is a few events behind never makes it create
-//! or delete twice.
+//! ReplicaSet controller: a set reads its Machines from a reflector store, indexed by
+//! controlling set, instead of listing them from the API server on every reconcile (a
+//! list per Machine event is O(sets × Machines)), and it does not scale again until the
+//! store shows every Machine it created or deleted, so a store that is a few events
+//! behind never makes it create or delete twice.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
-use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -22,17 +22,55 @@ use tokio::sync::watch;
 /// (the Kubernetes controllers' `ExpectationsTimeout`).
 pub(super) const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The Machines of one namespace as the last watch event left them, and what each set
-/// is waiting to see.
+/// The name of the set that controls a Machine, if one does.
+pub(super) type OwnerOf<M> = fn(&M) -> Option<String>;
+
+/// The Machines of one namespace as the last watch event left them, which set controls
+/// each, and what each set is waiting to see.
 pub(super) struct MachineCache<M: Resource<DynamicType = ()> + 'static> {
     store: Store<M>,
     /// True once the first list is in the store. kube's `Store::wait_until_ready` wakes
     /// only the last of several concurrent waiters (a oneshot receiver keeps one waker),
     /// and every set waits at once when the providers start.
     ready: Arc<watch::Sender<bool>>,
+    owner_of: OwnerOf<M>,
+    index: Mutex<OwnerIndex>,
     namespace: String,
     expected: Mutex<HashMap<String, Vec<Expected>>>,
     timeout: Duration,
+}
+
+/// Machine names by controlling set (`None`: orphans), kept with the store.
+#[derive(Default)]
+struct OwnerIndex {
+    owner: HashMap<String, Option<String>>,
+    machines: HashMap<Option<String>, BTreeSet<String>>,
+}
+
+impl OwnerIndex {
+    fn set(&mut self, machine: String, owner: Option<String>) {
+        self.remove(&machine);
+        self.machines
+            .entry(owner.clone())
+            .or_default()
+            .insert(machine.clone());
+        self.owner.insert(machine, owner);
+    }
+
+    fn remove(&mut self, machine: &str) {
+        if let Some(owner) = self.owner.remove(machine)
+            && let Some(names) = self.machines.get_mut(&owner)
+        {
+            names.remove(machine);
+            if names.is_empty() {
+                self.machines.remove(&owner);
+            }
+        }
+    }
+
+    fn names(&self, owner: Option<String>) -> impl Iterator<Item = &String> {
+        self.machines.get(&owner).into_iter().flatten()
+    }
 }
 
 /// A Machine a set created (to appear) or deleted (to disappear or be marked deleted).
@@ -47,43 +85,78 @@ where
     M: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     /// The cache of `api`'s Machines, and the watch stream that fills it: give the stream
-    /// to the controller (`owns_stream`), so each event reaches the store before the
-    /// reconcile it triggers.
+    /// to the controller (`owns_stream`), so each event reaches the store and the index
+    /// before the reconcile it triggers.
     pub fn new(
         api: Api<M>,
         namespace: &str,
+        owner_of: OwnerOf<M>,
     ) -> (Arc<Self>, impl Stream<Item = watcher::Result<M>> + Send + use<M>) {
         let (store, writer) = reflector::store();
-        let cache = Self::from_store(store, namespace, false);
-        let ready = cache.ready.clone();
+        let cache = Arc::new(Self::from_store(store, namespace, owner_of));
+        let observer = cache.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
             .inspect(move |event| {
-                if matches!(event, Ok(watcher::Event::InitDone)) {
-                    ready.send_replace(true);
+                if let Ok(event) = event {
+                    observer.observe(event);
                 }
             })
             .touched_objects();
-        (Arc::new(cache), stream)
+        (cache, stream)
     }
 
-    fn from_store(store: Store<M>, namespace: &str, ready: bool) -> Self {
+    fn from_store(store: Store<M>, namespace: &str, owner_of: OwnerOf<M>) -> Self {
         Self {
             store,
-            ready: Arc::new(watch::Sender::new(ready)),
+            ready: Arc::new(watch::Sender::new(false)),
+            owner_of,
+            index: Mutex::default(),
             namespace: namespace.to_owned(),
             expected: Mutex::default(),
             timeout: EXPECTATION_TIMEOUT,
         }
     }
 
-    /// The cached Machines `keep` selects, once the first list is in (before it, an empty
-    /// store would read as a set without Machines).
-    pub async fn select(&self, keep: impl Fn(&M) -> bool) -> Vec<Arc<M>> {
+    /// Keeps the index with the store, after the store applied `event`. A relist replaces
+    /// the store at its end, so the index is rebuilt from the store then.
+    fn observe(&self, event: &watcher::Event<M>) {
+        let Ok(mut index) = self.index.lock() else {
+            return;
+        };
+        match event {
+            watcher::Event::Apply(machine) => index.set(machine.name_any(), (self.owner_of)(machine)),
+            watcher::Event::Delete(machine) => index.remove(&machine.name_any()),
+            watcher::Event::InitDone => {
+                *index = OwnerIndex::default();
+                for machine in self.store.state() {
+                    index.set(machine.name_any(), (self.owner_of)(&machine));
+                }
+                self.ready.send_replace(true);
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
+        }
+    }
+
+    /// The cached Machines `set` controls and the orphans, those `keep` selects, once the
+    /// first list is in (before it, an empty store would read as a set without Machines).
+    pub async fn members(&self, set: &str, keep: impl Fn(&M) -> bool) -> Vec<Arc<M>> {
         // The sender lives in `self`: the wait ends only by becoming ready.
         let _ = self.ready.subscribe().wait_for(|ready| *ready).await;
-        self.store.state_filter(keep)
+        let names: Vec<String> = match self.index.lock() {
+            Ok(index) => index
+                .names(Some(set.to_owned()))
+                .chain(index.names(None))
+                .cloned()
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        names
+            .iter()
+            .filter_map(|name| self.store.get(&ObjectRef::new(name).within(&self.namespace)))
+            .filter(|machine| keep(machine))
+            .collect()
     }
 
     /// `set` created `machine`: its next scaling waits until the store has it.
@@ -144,6 +217,7 @@ where
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
+    use kube::ResourceExt;
     use kube::runtime::reflector::store::Writer;
     use sync_core::api::mapi::Machine;
 
@@ -155,20 +229,93 @@ mod tests {
         machine
     }
 
+    /// The controlling set: the test Machines name it in an annotation.
+    fn owner(machine: &Machine) -> Option<String> {
+        machine.annotations().get("set").cloned()
+    }
+
+    fn owned(name: &str, set: &str) -> Machine {
+        let mut machine = machine(name);
+        machine.metadata.annotations = Some([("set".to_owned(), set.to_owned())].into());
+        machine
+    }
+
+    /// What the watch stream does: the store applies the event, then the cache sees it.
+    fn apply(cache: &MachineCache<Machine>, writer: &mut Writer<Machine>, event: watcher::Event<Machine>) {
+        writer.apply_watcher_event(&event);
+        cache.observe(&event);
+    }
+
     fn cache() -> (MachineCache<Machine>, Writer<Machine>) {
         let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitApply(machine("m-1")));
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        (MachineCache::from_store(store, "ns", true), writer)
+        let cache = MachineCache::from_store(store, "ns", owner);
+        apply(&cache, &mut writer, watcher::Event::Init);
+        apply(&cache, &mut writer, watcher::Event::InitApply(machine("m-1")));
+        apply(&cache, &mut writer, watcher::Event::InitDone);
+        (cache, writer)
+    }
+
+    async fn names(cache: &MachineCache<Machine>, set: &str) -> Vec<String> {
+        let mut names: Vec<String> = cache
+            .members(set, |_| true)
+            .await
+            .iter()
+            .map(|m| m.name_any())
+            .collect();
+        names.sort();
+        names
     }
 
     #[tokio::test]
-    async fn a_set_reads_the_cached_machines_it_selects() {
-        let (cache, _writer) = cache();
-        assert_eq!(cache.select(|_| true).await.len(), 1);
-        let none = cache.select(|m| m.metadata.name.as_deref() == Some("m-2")).await;
-        assert!(none.is_empty());
+    async fn a_set_reads_the_machines_it_controls_and_the_orphans() {
+        let (cache, mut writer) = cache();
+        apply(&cache, &mut writer, watcher::Event::Apply(owned("a-1", "a")));
+        apply(&cache, &mut writer, watcher::Event::Apply(owned("b-1", "b")));
+        assert_eq!(names(&cache, "a").await, ["a-1", "m-1"]);
+        assert_eq!(names(&cache, "b").await, ["b-1", "m-1"]);
+        let kept = cache.members("a", |m| m.name_any() == "m-1").await;
+        assert_eq!(kept.len(), 1, "only those `keep` selects");
+    }
+
+    #[tokio::test]
+    async fn the_index_follows_adoption_deletion_and_relists() {
+        let (cache, mut writer) = cache();
+        apply(&cache, &mut writer, watcher::Event::Apply(owned("m-1", "a")));
+        assert_eq!(names(&cache, "b").await, Vec::<String>::new(), "adopted by a");
+        apply(&cache, &mut writer, watcher::Event::Delete(owned("m-1", "a")));
+        assert_eq!(names(&cache, "a").await, Vec::<String>::new());
+        // A relist that finds b-1 only: the index is the store's once it ends.
+        apply(&cache, &mut writer, watcher::Event::Apply(owned("a-1", "a")));
+        apply(&cache, &mut writer, watcher::Event::Init);
+        apply(&cache, &mut writer, watcher::Event::InitApply(owned("b-1", "b")));
+        assert_eq!(
+            names(&cache, "a").await,
+            ["a-1"],
+            "the old list until the relist ends"
+        );
+        apply(&cache, &mut writer, watcher::Event::InitDone);
+        assert_eq!(names(&cache, "a").await, Vec::<String>::new());
+        assert_eq!(names(&cache, "b").await, ["b-1"]);
+    }
+
+    #[tokio::test]
+    async fn a_set_waits_for_the_first_list() {
+        let (store, mut writer) = reflector::store();
+        let cache = Arc::new(MachineCache::from_store(store, "ns", owner));
+        let waiters: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|set| {
+                let cache = cache.clone();
+                tokio::spawn(async move { cache.members(set, |_| true).await.len() })
+            })
+            .collect();
+        apply(&cache, &mut writer, watcher::Event::Init);
+        apply(&cache, &mut writer, watcher::Event::InitApply(machine("m-1")));
+        apply(&cache, &mut writer, watcher::Event::InitDone);
+        for waiter in waiters {
+            let seen = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+            assert_eq!(seen.ok().and_then(Result::ok), Some(1), "every waiter is woken");
+        }
     }
 
     #[test]
