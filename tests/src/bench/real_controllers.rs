@@ -3,6 +3,7 @@
 //! the two sync controllers, or the operator's whole list ([`Wiring::Operator`]: each
 //! sync controller and its migration controller on the same caches).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,12 +39,16 @@ pub struct Timed {
     pub hook: bool,
 }
 
-/// An [`Observer`] that keeps the time of every reconcile.
+/// An [`Observer`] that keeps the time of every reconcile, and the names whose last
+/// reconcile failed (the sync retries them with backoff, up to 5 minutes apart).
 #[derive(Clone, Default)]
-pub struct TimedObserver(Arc<Mutex<Vec<Timed>>>);
+pub struct TimedObserver(
+    Arc<Mutex<Vec<Timed>>>,
+    Arc<Mutex<HashSet<(&'static str, String)>>>,
+);
 
 impl Observer for TimedObserver {
-    fn reconciled(&self, controller: &'static str, _: &str, outcome: &Outcome, _: Duration) {
+    fn reconciled(&self, controller: &'static str, name: &str, outcome: &Outcome, _: Duration) {
         let hook = !matches!(outcome, Outcome::Skipped(_));
         self.0
             .lock()
@@ -53,6 +58,12 @@ impl Observer for TimedObserver {
                 at: Instant::now(),
                 hook,
             });
+        let mut failing = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if outcome.result() == "error" {
+            failing.insert((controller, name.to_owned()));
+        } else {
+            failing.remove(&(controller, name.to_owned()));
+        }
     }
 }
 
@@ -78,6 +89,14 @@ impl TimedObserver {
             .filter(|t| t.controller == controller)
             .map(|t| t.at)
             .min()
+    }
+
+    /// How many names' last reconcile failed: each waits for its retry.
+    pub fn failing(&self) -> usize {
+        self.1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     /// When the last reconcile finished.
