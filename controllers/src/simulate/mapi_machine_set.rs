@@ -85,7 +85,7 @@ async fn reconcile(
     }
 
     let machines = Api::<Machine>::namespaced(ctx.client(), namespace);
-    let members = adopt_members(&set, &machines, &cache, &selector, &ctx).await?;
+    let members = scaling::adopt_members(set.as_ref(), &machines, &cache, &selector, &ctx, member).await?;
     if !cache.settled(&set.name_any()) {
         // Counted without Machines it just created or deleted: their events come back here.
         return Ok(Action::requeue(members::EXPECTATION_TIMEOUT));
@@ -117,47 +117,6 @@ fn paused_condition(paused: bool, authority: Option<&AuthoritativeApi>) -> Condi
     } else {
         Condition::new("Paused", false, "AuthoritativeAPIMachineAPI").message(message)
     }
-}
-
-/// The set's Machines: those it controls and the orphans its selector matches, which it
-/// adopts (controller owner reference); Machines being deleted no longer count.
-async fn adopt_members(
-    set: &MachineSet,
-    machines: &Api<Machine>,
-    cache: &MachineCache<Machine>,
-    selector: &Selector,
-    ctx: &Ctx,
-) -> Result<Vec<Member>, Error> {
-    let mut members = Vec::new();
-    for machine in cache
-        .members(&set.name_any(), |m| scaling::selects(selector, m.labels()))
-        .await
-    {
-        let machine = machine.as_ref();
-        let owner = owner_set(machine);
-        if owner.as_deref().is_some_and(|o| o != set.name_any())
-            || machine.meta().deletion_timestamp.is_some()
-        {
-            continue;
-        }
-        if owner.is_none() {
-            let mut owners = serde_json::to_value(machine.owner_references()).unwrap_or_else(|_| json!([]));
-            if let Some(list) = owners.as_array_mut() {
-                list.extend(
-                    set.controller_owner_ref(&())
-                        .and_then(|o| serde_json::to_value(o).ok()),
-                );
-            }
-            ctx.patch(
-                machines,
-                machine,
-                json!({ "metadata": { "ownerReferences": owners } }),
-            )
-            .await?;
-        }
-        members.push(member(machine));
-    }
-    Ok(members)
 }
 
 /// Creates Machines from the template or deletes the surplus until the set has

@@ -32,7 +32,7 @@ pub(super) struct MachineCache<M: Resource<DynamicType = ()> + 'static> {
     /// True once the first list is in the store. kube's `Store::wait_until_ready` wakes
     /// only the last of several concurrent waiters (a oneshot receiver keeps one waker),
     /// and every set waits at once when the providers start.
-    ready: Arc<watch::Sender<bool>>,
+    ready: watch::Sender<bool>,
     owner_of: OwnerOf<M>,
     index: Mutex<OwnerIndex>,
     namespace: String,
@@ -110,7 +110,7 @@ where
     fn from_store(store: Store<M>, namespace: &str, owner_of: OwnerOf<M>) -> Self {
         Self {
             store,
-            ready: Arc::new(watch::Sender::new(false)),
+            ready: watch::Sender::new(false),
             owner_of,
             index: Mutex::default(),
             namespace: namespace.to_owned(),
@@ -157,6 +157,11 @@ where
             .filter_map(|name| self.store.get(&ObjectRef::new(name).within(&self.namespace)))
             .filter(|machine| keep(machine))
             .collect()
+    }
+
+    /// Whether a set controls `machine` (else it is an orphan, to adopt).
+    pub fn is_controlled(&self, machine: &M) -> bool {
+        (self.owner_of)(machine).is_some()
     }
 
     /// `set` created `machine`: its next scaling waits until the store has it.
