@@ -148,15 +148,17 @@ where
     }
 }
 
-/// Records the distinct phases `name` goes through until it reaches `last`. Returns once
-/// the watch is established (before the object exists), so no phase is missed.
-async fn record_phases<K>(api: Api<K>, name: &str, last: &'static str) -> tokio::task::JoinHandle<Vec<String>>
+/// A watch stream past its first list (`what` names it if it never gets there).
+async fn established<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    what: &str,
+) -> std::pin::Pin<Box<impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K>>>
 where
-    K: Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug + Send + 'static,
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut stream = Box::pin(watcher(api, config));
-    let established = tokio::time::timeout(TIMEOUT, async {
+    let started = tokio::time::timeout(TIMEOUT, async {
         while let Some(event) = stream.next().await {
             if matches!(event, Ok(watcher::Event::InitDone)) {
                 return true;
@@ -165,7 +167,18 @@ where
         false
     })
     .await;
-    assert_eq!(established, Ok(true), "the watch on {name} never started");
+    assert_eq!(started, Ok(true), "{what} never started");
+    stream
+}
+
+/// Records the distinct phases `name` goes through until it reaches `last`. Returns once
+/// the watch is established (before the object exists), so no phase is missed.
+async fn record_phases<K>(api: Api<K>, name: &str, last: &'static str) -> tokio::task::JoinHandle<Vec<String>>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug + Send + 'static,
+{
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = established(api, config, &format!("the watch on {name}")).await;
     tokio::spawn(async move {
         let mut phases: Vec<String> = Vec::new();
         let recorded = tokio::time::timeout(TIMEOUT, async {
@@ -852,17 +865,7 @@ async fn record_names<K>(api: Api<K>) -> (Arc<Mutex<BTreeSet<String>>>, tokio::t
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    let mut stream = Box::pin(watcher(api, watcher::Config::default()));
-    let established = tokio::time::timeout(TIMEOUT, async {
-        while let Some(event) = stream.next().await {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(established, Ok(true), "the watch never started");
+    let mut stream = established(api, watcher::Config::default(), "the watch").await;
     let names = Arc::new(Mutex::new(BTreeSet::new()));
     let recorded = names.clone();
     let task = tokio::spawn(async move {
