@@ -85,7 +85,7 @@ async fn reconcile(
         return delete(&sets, &set, &machines, &cache, &ctx).await;
     }
     let selector = scaling::selector(&set.spec.selector)?;
-    let members = scaling::adopt_members(set.as_ref(), &machines, &cache, &selector, &ctx, member).await?;
+    let members = members::adopt_members(set.as_ref(), &machines, &cache, &selector, &ctx, member).await?;
     if !cache.settled(&set.name_any()) {
         // Counted without Machines it just created or deleted: their events come back here.
         return Ok(Action::requeue(members::EXPECTATION_TIMEOUT));

@@ -3,7 +3,8 @@
 //! controlling set, instead of listing them from the API server on every reconcile (a
 //! list per Machine event is O(sets × Machines)), and it does not scale again until the
 //! store shows every Machine it created or deleted, so a store that is a few events
-//! behind never makes it create or delete twice.
+//! behind never makes it create or delete twice. A set's Machines are read, and orphans
+//! adopted, here ([`adopt_members`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
@@ -12,11 +13,16 @@ use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use kube::api::Api;
+use kube::core::Selector;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use serde_json::json;
 use tokio::sync::watch;
+
+use super::runtime::{Ctx, Error};
+use super::scaling::{self, Member};
 
 /// How long a create or delete is waited for before the set acts without having seen it
 /// (the Kubernetes controllers' `ExpectationsTimeout`).
@@ -216,6 +222,43 @@ where
             expected.remove(set);
         }
     }
+}
+
+/// The set's Machines: those it controls and the orphans its selector matches, which it
+/// adopts (controller owner reference); Machines being deleted no longer count.
+pub(super) async fn adopt_members<S, M>(
+    set: &S,
+    machines: &Api<M>,
+    cache: &MachineCache<M>,
+    selector: &Selector,
+    ctx: &Ctx,
+    member: fn(&M) -> Member,
+) -> Result<Vec<Member>, Error>
+where
+    S: Resource<DynamicType = ()>,
+    M: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let mut members = Vec::new();
+    for machine in cache
+        .members(&set.name_any(), |m| scaling::selects(selector, m.labels()))
+        .await
+    {
+        if machine.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        if !cache.is_controlled(&machine) {
+            let mut owners = machine.owner_references().to_vec();
+            owners.extend(set.controller_owner_ref(&()));
+            ctx.patch(
+                machines,
+                machine.as_ref(),
+                json!({ "metadata": { "ownerReferences": owners } }),
+            )
+            .await?;
+        }
+        members.push(member(&machine));
+    }
+    Ok(members)
 }
 
 #[cfg(test)]

@@ -2,17 +2,9 @@
 //! it scales down, and the replica counts of its status.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
-use kube::api::Api;
 use kube::core::{ParseExpressionError, Selector, SelectorExt};
-use kube::{Resource, ResourceExt};
-use serde::de::DeserializeOwned;
-use serde_json::json;
-
-use super::members::MachineCache;
-use super::runtime::{Ctx, Error};
 
 /// A Machine as a MachineSet sees it.
 #[derive(Debug, Clone)]
@@ -52,43 +44,6 @@ pub(super) fn selector(selector: &LabelSelector) -> Result<Selector, SelectorErr
 /// Whether `selector` selects `labels`.
 pub(super) fn selects(selector: &Selector, labels: &BTreeMap<String, String>) -> bool {
     selector.matches(labels)
-}
-
-/// The set's Machines: those it controls and the orphans its selector matches, which it
-/// adopts (controller owner reference); Machines being deleted no longer count.
-pub(super) async fn adopt_members<S, M>(
-    set: &S,
-    machines: &Api<M>,
-    cache: &MachineCache<M>,
-    selector: &Selector,
-    ctx: &Ctx,
-    member: fn(&M) -> Member,
-) -> Result<Vec<Member>, Error>
-where
-    S: Resource<DynamicType = ()>,
-    M: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let mut members = Vec::new();
-    for machine in cache
-        .members(&set.name_any(), |m| selects(selector, m.labels()))
-        .await
-    {
-        if machine.meta().deletion_timestamp.is_some() {
-            continue;
-        }
-        if !cache.is_controlled(&machine) {
-            let mut owners = machine.owner_references().to_vec();
-            owners.extend(set.controller_owner_ref(&()));
-            ctx.patch(
-                machines,
-                machine.as_ref(),
-                json!({ "metadata": { "ownerReferences": owners } }),
-            )
-            .await?;
-        }
-        members.push(member(&machine));
-    }
-    Ok(members)
 }
 
 /// The `count` Machines to delete, best candidates first: the marked ones, then those not
