@@ -24,7 +24,7 @@ use serde_json::Value;
 use yoke::Yoke;
 
 /// A place in a shared document.
-type Node = Yoke<&'static Value, Arc<Value>>;
+pub(crate) type Node = Yoke<&'static Value, Arc<Value>>;
 
 /// The CEL value of `document`.
 pub fn json_val(document: Arc<Value>) -> Box<dyn Val> {
@@ -32,7 +32,7 @@ pub fn json_val(document: Arc<Value>) -> Box<dyn Val> {
 }
 
 /// The CEL value at `node`: a view for an object or an array, a copy for a scalar.
-fn value_at(node: Node) -> Box<dyn Val> {
+pub(crate) fn value_at(node: Node) -> Box<dyn Val> {
     match node.get() {
         Value::Object(_) => Box::new(JsonMap::new(node)),
         Value::Array(_) => Box::new(JsonList::new(node)),

@@ -16,6 +16,7 @@ pub mod cel;
 pub mod default;
 pub mod definition;
 pub mod formats;
+pub mod json_eval;
 pub mod json_val;
 pub mod prune;
 pub mod validate;

@@ -3,9 +3,10 @@
 //! each variable evaluated at most once and only when an expression reads it.
 //!
 //! Objects are plain JSON maps, as kube-apiserver hands them to CEL (no schema typing:
-//! timestamps are strings).
+//! timestamps are strings). Each expression and variable is first tried by
+//! [`json_eval`], which reads the documents in place; what it leaves (see there) is cel's.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
@@ -19,6 +20,7 @@ use super::compiled::{Expression, Policy};
 use super::{Attributes, Operation, UserInfo};
 use crate::resources::ResourceInfo;
 use crate::schema::cel;
+use crate::schema::json_eval::{self, Bindings, Fast};
 use crate::schema::json_val::json_val;
 use crate::storage::store::State;
 
@@ -31,13 +33,38 @@ pub fn share_json(document: Arc<Value>) -> Shared {
     Arc::from(json_val(document))
 }
 
+/// A policy's param: the document (`None`: no param, `params` is null) and its view.
+#[derive(Clone)]
+pub struct Param {
+    document: Option<Arc<Value>>,
+    view: Shared,
+}
+
+impl Param {
+    /// `params` is `document`.
+    pub fn new(document: Arc<Value>) -> Self {
+        Self {
+            view: share_json(document.clone()),
+            document: Some(document),
+        }
+    }
+
+    /// `params` is null (no `paramKind`, or only the conditions that do not read it).
+    pub fn none() -> Self {
+        Self {
+            document: None,
+            view: null(),
+        }
+    }
+}
+
 /// The [`Inputs`] of one write, built when a policy first needs them for a version.
 pub struct InputCache<'a> {
     state: &'a State,
     attrs: &'a Attributes<'a>,
     user: &'a UserInfo,
     /// The written resource as the registry serves it ([`super::matching::written`]).
-    written: Option<Arc<ResourceInfo>>,
+    written: super::matching::Written,
     built: Vec<(String, Rc<Inputs<'a>>)>,
 }
 
@@ -54,8 +81,8 @@ impl<'a> InputCache<'a> {
     }
 
     /// The written resource as the registry serves it, where every match starts.
-    pub fn written(&self) -> Option<Arc<ResourceInfo>> {
-        self.written.clone()
+    pub fn written(&self) -> &super::matching::Written {
+        &self.written
     }
 
     /// The inputs of the write seen as `matched`.
@@ -69,7 +96,9 @@ impl<'a> InputCache<'a> {
             attrs: self.attrs,
             user: self.user,
             matched: matched.clone(),
-            values: Default::default(),
+            documents: Default::default(),
+            views: Default::default(),
+            request_fields: RefCell::default(),
             results: RefCell::default(),
         });
         self.built.push((version, inputs.clone()));
@@ -84,8 +113,13 @@ pub struct Inputs<'a> {
     attrs: &'a Attributes<'a>,
     user: &'a UserInfo,
     matched: Arc<ResourceInfo>,
-    /// `object`, `oldObject`, `request`, `namespaceObject`.
-    values: [OnceLock<Shared>; 4],
+    /// `object`, `oldObject`, `request`, `namespaceObject` (`None`: null).
+    documents: [OnceLock<Option<Arc<Value>>>; 4],
+    /// The same as cel values, built only for cel.
+    views: [OnceLock<Shared>; 4],
+    /// Fields of `request` built on their own, for [`json_eval`]'s `request.<field>`
+    /// (the exempt-users condition reads only `userInfo`).
+    request_fields: RefCell<Vec<(&'static str, Arc<Value>)>>,
     /// The results of the expressions that read only these values, by source.
     results: RefCell<Vec<(String, Result<CelValue, String>)>>,
 }
@@ -94,7 +128,7 @@ const INPUT_NAMES: [&str; 4] = ["object", "oldObject", "request", "namespaceObje
 
 impl<'a> Inputs<'a> {
     /// An activation with `params` for `policy`'s expressions.
-    pub fn with_params<'p>(&'p self, policy: &'p Policy, params: Shared) -> Activation<'p, 'a> {
+    pub fn with_params<'p>(&'p self, policy: &'p Policy, params: Param) -> Activation<'p, 'a> {
         Activation {
             inputs: self,
             params,
@@ -103,17 +137,43 @@ impl<'a> Inputs<'a> {
         }
     }
 
-    fn value(&self, index: usize) -> &Shared {
-        self.values[index].get_or_init(|| {
+    fn document(&self, index: usize) -> &Option<Arc<Value>> {
+        self.documents[index].get_or_init(|| {
             let attrs = self.attrs;
-            let document = match index {
+            match index {
                 0 => attrs.object.map(|o| as_version(o, &self.matched)),
                 1 => attrs.old.map(|o| as_version(o, &self.matched)),
                 2 => Some(Arc::new(request(attrs, self.user, &self.matched))),
                 _ => namespace_object(self.state, attrs).map(Arc::new),
-            };
-            document.map_or_else(null, share_json)
+            }
         })
+    }
+
+    /// `request.<field>`, from the whole `request` if it is built, else on its own.
+    fn request_field(&self, field: &str) -> Option<Fast> {
+        if let Some(Some(request)) = self.documents[2].get() {
+            return Fast::document(request.clone()).field(field);
+        }
+        let known = self
+            .request_fields
+            .borrow()
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| v.clone());
+        let value = match known {
+            Some(value) => value,
+            None => {
+                let (name, value) = request_field(self.attrs, self.user, &self.matched, field)?;
+                let value = Arc::new(value);
+                self.request_fields.borrow_mut().push((name, value.clone()));
+                value
+            }
+        };
+        Some(Fast::document(value))
+    }
+
+    fn value(&self, index: usize) -> &Shared {
+        self.views[index].get_or_init(|| self.document(index).clone().map_or_else(null, share_json))
     }
 }
 
@@ -125,10 +185,27 @@ pub fn null() -> Shared {
 /// One evaluation of a policy (one binding, one param).
 pub struct Activation<'p, 'a> {
     inputs: &'p Inputs<'a>,
-    params: Shared,
+    params: Param,
     policy: &'p Policy,
     /// Each variable's value or error, once evaluated.
-    variables: RefCell<Vec<Option<Result<Shared, String>>>>,
+    variables: RefCell<Vec<Option<Result<Variable, String>>>>,
+}
+
+/// A variable's value: [`json_eval`]'s when it evaluated it, else cel's.
+#[derive(Clone)]
+struct Variable {
+    fast: Option<Fast>,
+    view: OnceCell<Shared>,
+}
+
+impl Variable {
+    fn view(&self) -> Option<Shared> {
+        if let Some(view) = self.view.get() {
+            return Some(view.clone());
+        }
+        let view: Shared = Arc::from(self.fast.as_ref()?.to_val()?);
+        Some(self.view.get_or_init(|| view).clone())
+    }
 }
 
 impl Activation<'_, '_> {
@@ -155,6 +232,9 @@ impl Activation<'_, '_> {
     }
 
     fn evaluate(&self, expression: &Expression) -> Result<CelValue, String> {
+        if let Some(value) = self.fast(expression).and_then(|v| v.to_cel()) {
+            return Ok(value);
+        }
         self.execute(expression)
             .and_then(|value| CelValue::try_from(value.as_ref()).map_err(|e| cel::error_message(&e)))
             .map_err(|why| format!("expression '{}' resulted in error: {why}", expression.source))
@@ -189,12 +269,18 @@ impl Activation<'_, '_> {
             }
         }
         if expression.uses_params {
-            ctx.add_variable_as_val("params", self.params.clone_as_boxed());
+            ctx.add_variable_as_val("params", self.params.view.clone_as_boxed());
         }
         ctx.add_variable_as_val("variables", Box::new(self.map(expression)));
         ::cel::Value::resolve_val(program.expression(), &ctx)
             .map(CowVal::into_owned)
             .map_err(|e| self.explain(expression, &e))
+    }
+
+    /// `expression` evaluated by [`json_eval`], when it answers.
+    fn fast(&self, expression: &Expression) -> Option<Fast> {
+        let program = expression.program.as_ref().ok()?;
+        json_eval::evaluate(program.expression(), self)
     }
 
     /// Evaluates variable `index` once (a variable reading itself is an error).
@@ -205,11 +291,19 @@ impl Activation<'_, '_> {
         let (name, expression) = &self.policy.variables[index];
         self.variables.borrow_mut()[index] =
             Some(Err(format!("composited variable {name:?} refers to itself")));
-        let value = match &expression.program {
-            Err(e) => Err(format!("composited variable {name:?} fails to compile: {e}")),
-            Ok(_) => self
+        let fast = self.fast(expression).filter(Fast::convertible);
+        let value = match (&expression.program, fast) {
+            (Err(e), _) => Err(format!("composited variable {name:?} fails to compile: {e}")),
+            (Ok(_), Some(fast)) => Ok(Variable {
+                fast: Some(fast),
+                view: OnceCell::new(),
+            }),
+            (Ok(_), None) => self
                 .execute(expression)
-                .map(Arc::from)
+                .map(|value| Variable {
+                    fast: None,
+                    view: OnceCell::from(Shared::from(value)),
+                })
                 .map_err(|why| format!("composited variable {name:?} fails to evaluate: {why}")),
         };
         self.variables.borrow_mut()[index] = Some(value);
@@ -223,7 +317,7 @@ impl Activation<'_, '_> {
             .reads
             .iter()
             .filter_map(|&i| match (self.policy.variables.get(i), values.get(i)) {
-                (Some((name, _)), Some(Some(Ok(value)))) => Some((name.clone(), value.clone())),
+                (Some((name, _)), Some(Some(Ok(value)))) => Some((name.clone(), value.view()?)),
                 _ => None,
             })
             .collect();
@@ -251,6 +345,35 @@ impl Activation<'_, '_> {
             }
         }
         cel::error_message(error)
+    }
+}
+
+impl Bindings for Activation<'_, '_> {
+    fn ident(&self, name: &str) -> Option<Fast> {
+        let document = match name {
+            "params" => &self.params.document,
+            _ => self.inputs.document(INPUT_NAMES.iter().position(|n| *n == name)?),
+        };
+        Some(document.clone().map_or(Fast::Null, Fast::document))
+    }
+
+    fn member(&self, root: &str, field: &str) -> Option<Fast> {
+        if root == "request" {
+            return self.inputs.request_field(field);
+        }
+        if root != "variables" {
+            return None;
+        }
+        let index = self
+            .policy
+            .variables
+            .iter()
+            .position(|(name, _)| **name == *field)?;
+        self.variable(index);
+        match &self.variables.borrow()[index] {
+            Some(Ok(variable)) => variable.fast.clone(),
+            _ => None,
+        }
     }
 }
 
@@ -341,39 +464,65 @@ fn as_version(object: &Arc<Value>, matched: &ResourceInfo) -> Arc<Value> {
     }
 }
 
-/// `request`: kube's `AdmissionRequest` without the objects. Built field by field: `json!`
-/// would serialize each interpolated value, and every policy of a write reads `request`.
+/// The fields of `request`, kube's `AdmissionRequest` without the objects.
+const REQUEST_FIELDS: [&str; 12] = [
+    "kind",
+    "resource",
+    "subResource",
+    "requestKind",
+    "requestResource",
+    "requestSubResource",
+    "name",
+    "namespace",
+    "operation",
+    "userInfo",
+    "dryRun",
+    "options",
+];
+
+/// `request`, built field by field: `json!` would serialize each interpolated value, and
+/// every policy of a write reads `request`.
 fn request(attrs: &Attributes<'_>, user: &UserInfo, matched: &ResourceInfo) -> Value {
+    let fields = REQUEST_FIELDS
+        .iter()
+        .filter_map(|field| request_field(attrs, user, matched, field));
+    Value::Object(fields.map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+/// One field of `request` (`None`: no such field).
+fn request_field(
+    attrs: &Attributes<'_>,
+    user: &UserInfo,
+    matched: &ResourceInfo,
+    field: &str,
+) -> Option<(&'static str, Value)> {
+    let name = *REQUEST_FIELDS.iter().find(|f| **f == field)?;
     let options = match attrs.operation {
         Operation::Create => "CreateOptions",
         Operation::Update => "UpdateOptions",
         Operation::Delete => "DeleteOptions",
     };
-    let groups = user.groups.iter().map(|g| text(g)).collect();
-    object([
-        ("kind", group_version_kind(matched)),
-        ("resource", group_version_resource(matched)),
-        ("subResource", text(attrs.subresource)),
-        ("requestKind", group_version_kind(attrs.info)),
-        ("requestResource", group_version_resource(attrs.info)),
-        ("requestSubResource", text(attrs.subresource)),
-        ("name", text(attrs.name)),
-        ("namespace", text(attrs.namespace)),
-        ("operation", text(attrs.operation.as_str())),
-        (
-            "userInfo",
-            object([
-                ("username", text(&user.username)),
-                ("uid", text(&user.uid)),
-                ("groups", Value::Array(groups)),
-            ]),
-        ),
-        ("dryRun", Value::Bool(attrs.dry_run)),
-        (
-            "options",
-            object([("kind", text(options)), ("apiVersion", text("meta.k8s.io/v1"))]),
-        ),
-    ])
+    let value = match name {
+        "kind" => group_version_kind(matched),
+        "resource" => group_version_resource(matched),
+        "subResource" | "requestSubResource" => text(attrs.subresource),
+        "requestKind" => group_version_kind(attrs.info),
+        "requestResource" => group_version_resource(attrs.info),
+        "name" => text(attrs.name),
+        "namespace" => text(attrs.namespace),
+        "operation" => text(attrs.operation.as_str()),
+        "userInfo" => object([
+            ("username", text(&user.username)),
+            ("uid", text(&user.uid)),
+            (
+                "groups",
+                Value::Array(user.groups.iter().map(|g| text(g)).collect()),
+            ),
+        ]),
+        "dryRun" => Value::Bool(attrs.dry_run),
+        _ => object([("kind", text(options)), ("apiVersion", text("meta.k8s.io/v1"))]),
+    };
+    Some((name, value))
 }
 
 fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {

@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use cel::Value as CelValue;
 use serde_json::Value;
 
-use super::activation::{Activation, InputCache, Inputs, Shared, null, share_json};
+use super::activation::{Activation, InputCache, Inputs, Param};
 use super::compiled::{Binding, Policy};
 use super::{Attributes, Denial, matching, params};
 use crate::resources::ResourceInfo;
@@ -47,8 +47,7 @@ pub fn policy(
     bindings: &[Binding],
     out: &mut Outcome,
 ) {
-    let own = inputs.written();
-    let matched = match matching::matches(state, attrs, own.as_ref(), &policy.match_constraints) {
+    let matched = match matching::matches(state, attrs, inputs.written(), &policy.match_constraints) {
         Err(e) => return configuration_error(policy, None, &e, out),
         Ok(None) => return,
         Ok(Some(matched)) => matched,
@@ -62,7 +61,7 @@ pub fn policy(
     };
     for binding in bindings {
         let name = binding.name.as_str();
-        match matching::matches(state, attrs, own.as_ref(), &binding.match_resources) {
+        match matching::matches(state, attrs, inputs.written(), &binding.match_resources) {
             Err(e) => configuration_error(policy, Some(name), &e, out),
             Ok(None) => {}
             Ok(Some(_)) => {
@@ -96,7 +95,7 @@ fn evaluate_all(
     kind: Option<&ResourceInfo>,
     found: params::Params,
 ) -> Vec<Vec<Decision>> {
-    let shared = conditions(policy, &inputs.with_params(policy, null()), false);
+    let shared = conditions(policy, &inputs.with_params(policy, Param::none()), false);
     if shared.false_one {
         return Vec::new();
     }
@@ -144,13 +143,13 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
 /// object of the kind on every write it matches, and checking for defaults and the
 /// version walks the object. A newer resourceVersion replaces the entry, so the cache
 /// holds one copy per object, not one per revision.
-fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared {
+fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Param {
     type Key = (String, String);
-    static CACHE: LazyLock<Mutex<HashMap<Key, (String, Shared)>>> = LazyLock::new(Mutex::default);
+    static CACHE: LazyLock<Mutex<HashMap<Key, (String, Param)>>> = LazyLock::new(Mutex::default);
     // Entries of deleted objects are only dropped by this bound.
     const LIMIT: usize = 200_000;
     let (Some(kind), Some(param)) = (kind, param) else {
-        return null();
+        return Param::none();
     };
     let meta = &param["metadata"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -161,7 +160,7 @@ fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Shared
         return value.clone();
     }
     let served = crate::admission::on_read(kind, &param).map_or(param, Arc::new);
-    let value = share_json(served);
+    let value = Param::new(served);
     if cache.len() >= LIMIT {
         cache.clear();
     }

@@ -6,6 +6,7 @@
 //! The criteria are parsed once, when their policy or binding is compiled
 //! ([`Criteria::parse`]): a write compares strings and labels, nothing is read from JSON.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -99,12 +100,22 @@ fn selector(selector: &Value, field: &str) -> Result<LabelSelector, String> {
     LabelSelector::from_object(selector).map_err(|e| format!("invalid {field}: {e}"))
 }
 
-/// The resource a write is to, as the registry serves it (looked up once per write: every
-/// policy's and binding's criteria start from it).
-pub fn written(state: &State, attrs: &Attributes<'_>) -> Option<Matched> {
-    state
-        .registry
-        .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural)
+/// What every policy's and binding's criteria start from, looked up once per write.
+pub struct Written {
+    /// The resource written, as the registry serves it.
+    resource: Option<Matched>,
+    /// The request's namespace, once a selector asked for it.
+    namespace: OnceCell<Option<Arc<Value>>>,
+}
+
+/// The [`Written`] of a write.
+pub fn written(state: &State, attrs: &Attributes<'_>) -> Written {
+    Written {
+        resource: state
+            .registry
+            .get(&attrs.info.group, &attrs.info.version, &attrs.info.plural),
+        namespace: OnceCell::new(),
+    }
 }
 
 /// Matches `criteria`; `own`: [`written`]. `Err` is a configuration error (a malformed
@@ -112,9 +123,10 @@ pub fn written(state: &State, attrs: &Attributes<'_>) -> Option<Matched> {
 pub fn matches(
     state: &State,
     attrs: &Attributes<'_>,
-    own: Option<&Matched>,
+    written: &Written,
     criteria: &Criteria,
 ) -> Result<Option<Matched>, String> {
+    let own = written.resource.as_ref();
     if criteria.everything {
         return Ok(own.cloned());
     }
@@ -131,7 +143,7 @@ pub fn matches(
     if rules_match(state, attrs, own, &criteria.excluded, criteria.exact).is_some() {
         return Ok(None);
     }
-    let namespace = namespace_matches(state, attrs, &criteria.namespace_selector);
+    let namespace = namespace_matches(state, attrs, written, &criteria.namespace_selector);
     if namespace == Ok(false) {
         return Ok(None);
     }
@@ -212,6 +224,7 @@ impl Rule {
 fn namespace_matches(
     state: &State,
     attrs: &Attributes<'_>,
+    written: &Written,
     selector: &Result<LabelSelector, String>,
 ) -> Result<bool, String> {
     let selector = selector.as_ref().map_err(Clone::clone)?;
@@ -226,7 +239,10 @@ fn namespace_matches(
     if attrs.namespace.is_empty() {
         return Ok(true);
     }
-    match state.get("namespaces", "", attrs.namespace) {
+    let namespace = written
+        .namespace
+        .get_or_init(|| state.get("namespaces", "", attrs.namespace).cloned());
+    match namespace {
         Some(namespace) => Ok(selector.matches(namespace)),
         None => Err(format!("namespaces \"{}\" not found", attrs.namespace)),
     }
