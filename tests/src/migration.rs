@@ -335,6 +335,32 @@ pub fn capi_paused(
     sync_core::toolkit::pause::paused_condition(conditions.unwrap_or_default())
 }
 
+/// Waits until the CAPI Machine `name` reports its infrastructure provisioned (mirrored
+/// from the MAPI Machine's status by the sync, after `Synchronized` may already be True):
+/// the admission policies refuse a migration request before that.
+pub async fn capi_machine_provisioned(cluster: &Cluster, name: &str) -> TestResult {
+    let capi = cluster.capi_machines();
+    eventually_within(
+        WAIT_PROVISIONED,
+        &format!("CAPI Machine {name} infrastructure provisioned"),
+        || {
+            let capi = capi.clone();
+            async move {
+                let machine = capi.get_opt(name).await?;
+                let status = machine.and_then(|m| m.status);
+                let provisioned = status
+                    .and_then(|s| s.initialization)
+                    .and_then(|i| i.infrastructure_provisioned);
+                Ok((provisioned == Some(true)).then_some(()))
+            }
+        },
+    )
+    .await
+}
+
+/// How long [`capi_machine_provisioned`] waits.
+const WAIT_PROVISIONED: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Reports the CAPI Machine's infrastructure provisioned (`status.initialization.
 /// infrastructureProvisioned`), as its provider would: the admission policies refuse a
 /// migration request before that.

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use controllers::migration::MigrationConfig;
 use e2e::migration::{
-    AuthorityMonitor, capi_paused, events_about, infrastructure_provisioned, is_paused, machine_set_settles,
-    machine_settles, migration, request_machine, request_machine_set, wait_for_events,
+    AuthorityMonitor, capi_machine_provisioned, capi_paused, events_about, infrastructure_provisioned,
+    is_paused, machine_set_settles, machine_settles, migration, request_machine, request_machine_set,
+    wait_for_events,
 };
 use e2e::real::{
     AWS, OPENSTACK, RealSync, Size, TestPlatform, cluster_on, create_machine, create_machine_set, eventually,
@@ -74,6 +75,7 @@ async fn machine_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> Te
     .await?;
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     mapi_paused(&cluster, "w-1", false).await?;
+    capi_machine_provisioned(&cluster, "w-1").await?;
 
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     let machine = machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
@@ -376,7 +378,8 @@ async fn machine_api_pair(cluster: &e2e::Cluster, platform: &TestPlatform) -> Te
             }
         },
     )
-    .await
+    .await?;
+    capi_machine_provisioned(cluster, "w-1").await
 }
 
 fn env(cluster: &e2e::Cluster) -> TestResult<&envtest::TestEnv> {
