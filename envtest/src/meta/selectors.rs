@@ -47,7 +47,7 @@ impl LabelSelector {
     /// `Value::pointer`, which allocates per path segment: a filtered list calls this
     /// once per object of the collection.)
     pub fn matches(&self, object: &Value) -> bool {
-        self.matches_labels(object.get("metadata").and_then(|m| m.get("labels")))
+        self.is_empty() || self.matches_labels(object.get("metadata").and_then(|m| m.get("labels")))
     }
 
     /// True when `labels` (a label map, `None`: no labels) satisfy every requirement.

@@ -238,14 +238,30 @@ impl<'e> Evaluation<'_, 'e> {
                 let operand = self.eval(&args[0].expr)?;
                 optional_entry(&operand, field.inner())
             }
-            (name, None, _) => {
-                let values: Vec<Fast> = args.iter().map(|a| self.eval(&a.expr)).collect::<Option<_>>()?;
-                function(name, &values)
-            }
+            (name, None, _) => self.with_args(args, |values| function(name, values)),
             (name, Some(target), _) => {
                 let receiver = self.eval(&target.expr)?;
+                self.with_args(args, |values| method(name, &receiver, values))
+            }
+        }
+    }
+
+    /// Calls `f` with the arguments' values (on the stack for up to two: most calls).
+    fn with_args(&mut self, args: &'e [IdedExpr], f: impl FnOnce(&[Fast]) -> Option<Fast>) -> Option<Fast> {
+        match args {
+            [] => f(&[]),
+            [a] => {
+                let a = self.eval(&a.expr)?;
+                f(std::slice::from_ref(&a))
+            }
+            [a, b] => {
+                let a = self.eval(&a.expr)?;
+                let b = self.eval(&b.expr)?;
+                f(&[a, b])
+            }
+            _ => {
                 let values: Vec<Fast> = args.iter().map(|a| self.eval(&a.expr)).collect::<Option<_>>()?;
-                method(name, &receiver, &values)
+                f(&values)
             }
         }
     }
@@ -361,27 +377,56 @@ fn method(name: &str, receiver: &Fast, args: &[Fast]) -> Option<Fast> {
 }
 
 /// CEL equality where the two values' types make it certain; `None` for numbers of
-/// unknown CEL type and for values of different kinds (cel's to decide).
+/// different CEL types and for values of different kinds (cel's to decide).
 fn equal(a: &Fast, b: &Fast) -> Option<bool> {
+    if let (Fast::Json(x), Fast::Json(y)) = (a, b) {
+        return json_equal(x.get(), y.get());
+    }
     match (a.view(), b.view()) {
         (View::Null, View::Null) => Some(true),
         (View::Bool(a), View::Bool(b)) => Some(a == b),
         (View::Str(a), View::Str(b)) => Some(a == b),
         (View::Int(a), View::Int(b)) => Some(a == b),
-        (View::Number(a), View::Number(b)) => number_equal(a, b),
         (View::Int(a), View::Number(b)) | (View::Number(b), View::Int(a)) => Some(b.as_i64()? == a),
-        (View::Map(_), View::Map(_)) => map_equal(a, b),
         (View::Array(_) | View::List(_), View::Array(_) | View::List(_)) => {
             let (a, b) = (a.items()?, b.items()?);
-            if a.len() != b.len() {
-                return Some(false);
-            }
-            a.iter()
-                .zip(&b)
-                .try_fold(true, |all, (x, y)| Some(all && equal(x, y)?))
+            all_equal(a.len() == b.len(), a.iter().zip(&b).map(|(x, y)| equal(x, y)))
         }
         _ => None,
     }
+}
+
+/// [`equal`] of two documents' values, read in place (no value made per entry).
+fn json_equal(a: &Value, b: &Value) -> Option<bool> {
+    match (a, b) {
+        (Value::Null, Value::Null) => Some(true),
+        (Value::Bool(x), Value::Bool(y)) => Some(x == y),
+        (Value::String(x), Value::String(y)) => Some(x == y),
+        (Value::Number(x), Value::Number(y)) => number_equal(x, y),
+        (Value::Object(x), Value::Object(y)) => all_equal(
+            x.len() == y.len(),
+            x.iter()
+                .map(|(key, value)| y.get(key).map_or(Some(false), |other| json_equal(value, other))),
+        ),
+        (Value::Array(x), Value::Array(y)) => {
+            all_equal(x.len() == y.len(), x.iter().zip(y).map(|(v, w)| json_equal(v, w)))
+        }
+        _ => None,
+    }
+}
+
+/// Containers of `same_size` with these entry comparisons: the first unequal entry
+/// decides (an entry this module cannot compare before it leaves the whole to cel).
+fn all_equal(same_size: bool, entries: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    if !same_size {
+        return Some(false);
+    }
+    for entry in entries {
+        if !entry? {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
 /// Two JSON numbers of the same CEL type.
@@ -392,26 +437,6 @@ fn number_equal(a: &Number, b: &Number) -> Option<bool> {
         (None, None, None, None) => Some(a.as_f64()? == b.as_f64()?),
         _ => None,
     }
-}
-
-fn map_equal(a: &Fast, b: &Fast) -> Option<bool> {
-    let (Fast::Json(a), Fast::Json(b)) = (a, b) else {
-        return None;
-    };
-    let (Some(ma), Some(mb)) = (a.get().as_object(), b.get().as_object()) else {
-        return None;
-    };
-    if ma.len() != mb.len() {
-        return Some(false);
-    }
-    let mut all = true;
-    for key in ma.keys() {
-        if !mb.contains_key(key) {
-            return Some(false);
-        }
-        all &= equal(&Fast::child(a, key), &Fast::child(b, key))?;
-    }
-    Some(all)
 }
 
 /// `item in container`: a list's items compared, or a map's string keys.

@@ -144,28 +144,41 @@ fn configuration_error(policy: &Policy, binding: Option<&str>, error: &str, out:
 /// version walks the object. A newer resourceVersion replaces the entry, so the cache
 /// holds one copy per object, not one per revision.
 fn param_value(kind: Option<&ResourceInfo>, param: Option<Arc<Value>>) -> Param {
-    type Key = (String, String);
-    static CACHE: LazyLock<Mutex<HashMap<Key, (String, Param)>>> = LazyLock::new(Mutex::default);
+    /// By uid: (version, resourceVersion, value) of each version the object was seen in.
+    type Seen = Vec<(String, String, Param)>;
+    static CACHE: LazyLock<Mutex<HashMap<String, Seen>>> = LazyLock::new(Mutex::default);
     // Entries of deleted objects are only dropped by this bound.
     const LIMIT: usize = 200_000;
     let (Some(kind), Some(param)) = (kind, param) else {
         return Param::none();
     };
     let meta = &param["metadata"];
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let key = (text(&meta["uid"]), kind.api_version());
-    let revision = text(&meta["resourceVersion"]);
+    let uid = meta["uid"].as_str().unwrap_or_default();
+    let revision = meta["resourceVersion"].as_str().unwrap_or_default();
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, value)) = cache.get(&key).filter(|(at, _)| *at == revision) {
+    let seen = cache
+        .get(uid)
+        .and_then(|seen| seen.iter().find(|(v, _, _)| is_api_version(kind, v)));
+    if let Some((_, _, value)) = seen.filter(|(_, at, _)| at == revision) {
         return value.clone();
     }
-    let served = crate::admission::on_read(kind, &param).map_or(param, Arc::new);
-    let value = Param::new(served);
+    let value = Param::new(crate::admission::on_read(kind, &param).map_or_else(|| param.clone(), Arc::new));
     if cache.len() >= LIMIT {
         cache.clear();
     }
-    cache.insert(key, (revision, value.clone()));
+    let seen = cache.entry(uid.to_string()).or_default();
+    seen.retain(|(v, _, _)| !is_api_version(kind, v));
+    seen.push((kind.api_version(), revision.to_string(), value.clone()));
     value
+}
+
+/// `api_version` is `kind`'s (`group/version`, or `version` for the core group), told
+/// without formatting `kind`'s: this runs for every param of every write.
+fn is_api_version(kind: &ResourceInfo, api_version: &str) -> bool {
+    match api_version.split_once('/') {
+        Some((group, version)) => group == kind.group && version == kind.version,
+        None => kind.group.is_empty() && api_version == kind.version,
+    }
 }
 
 /// Sends each failed validation where the binding's `validationActions` say.
