@@ -323,6 +323,17 @@ fn optional_entry(operand: &Fast, field: &str) -> Option<Fast> {
     }
 }
 
+/// `container[?key]`: an optional of a map's entry (none when it is missing); on an
+/// optional, none stays none.
+fn optional_index(container: &Fast, key: &Fast) -> Option<Fast> {
+    match (container.view(), key.view()) {
+        (View::Opt(None), _) => Some(Fast::Opt(None)),
+        (View::Opt(Some(inner)), _) => optional_index(inner, key),
+        (View::Map(_), View::Str(k)) => Some(Fast::Opt(container.field(k).map(Rc::new))),
+        _ => None,
+    }
+}
+
 /// The global functions and operators.
 fn function(name: &str, args: &[Fast]) -> Option<Fast> {
     match (name, args) {
@@ -334,6 +345,7 @@ fn function(name: &str, args: &[Fast]) -> Option<Fast> {
         (operators::ADD, [a, b]) => add(a, b),
         (operators::SUBSTRACT, [Fast::Int(a), Fast::Int(b)]) => a.checked_sub(*b).map(Fast::Int),
         (operators::INDEX, [container, key]) => index(container, key),
+        (operators::OPT_INDEX, [container, key]) => optional_index(container, key),
         (
             operators::LESS | operators::LESS_EQUALS | operators::GREATER | operators::GREATER_EQUALS,
             [a, b],
@@ -626,6 +638,8 @@ mod tests {
             "object.?spec.?replicas.orValue(0) == 3",
             "object.?status.?phase.orValue('') != 'Provisioning'",
             "object.?nothing.?deeper.hasValue()",
+            "object.metadata.labels[?'a'].orValue('') == '1' && !object.metadata.labels[?'zz'].hasValue()",
+            "object.?nothing[?'x'].orValue('none')",
             "object.?spec.hasValue() && !has(object.metadata.deletionTimestamp)",
             "has(object.spec.none)",
             "object.spec.none == null",
