@@ -22,7 +22,7 @@ use cel::common::value::Val;
 use serde_json::{Map, Number, Value};
 use yoke::Yoke;
 
-use super::json_val::{Node, value_at};
+use super::json_val::{Node, same_json, value_at};
 
 /// A value during evaluation: a place in a shared JSON document, or one computed here.
 #[derive(Clone)]
@@ -49,7 +49,8 @@ enum View<'v> {
     Bool(bool),
     Int(i64),
     /// A JSON number: an int, a uint or a double as the JSON has it
-    /// ([`super::cel::to_cel`]), so only equality of two of one type is answered here.
+    /// ([`super::cel::to_cel`]), so only its equality with another document's number
+    /// ([`same_json`]) or with an int that it holds is answered here.
     Number(&'v Number),
     Str(&'v str),
     Map(&'v Map<String, Value>),
@@ -103,16 +104,23 @@ impl Fast {
         Self::Json(node.map_project_cloned(|v, _| &v[key]))
     }
 
+    /// Item `at` of a list (`None`: not a list, or out of range).
+    fn item(&self, at: usize) -> Option<Self> {
+        match (self.view(), self) {
+            (View::List(l), _) => l.get(at).cloned(),
+            (View::Array(a), Self::Json(node)) if at < a.len() => {
+                Some(Self::Json(node.map_project_cloned(|v, _| &v[at])))
+            }
+            _ => None,
+        }
+    }
+
     /// The items of a list, or the keys of a map (what a comprehension ranges over).
     fn items(&self) -> Option<Vec<Fast>> {
         match self {
             Self::List(l) => Some(l.as_ref().clone()),
             Self::Json(node) => match node.get() {
-                Value::Array(a) => Some(
-                    (0..a.len())
-                        .map(|i| Self::Json(node.map_project_cloned(|v, _| &v[i])))
-                        .collect(),
-                ),
+                Value::Array(a) => (0..a.len()).map(|i| self.item(i)).collect(),
                 Value::Object(m) => Some(m.keys().map(|k| Self::Str(Rc::from(k.as_str()))).collect()),
                 _ => None,
             },
@@ -388,11 +396,12 @@ fn method(name: &str, receiver: &Fast, args: &[Fast]) -> Option<Fast> {
     })
 }
 
-/// CEL equality where the two values' types make it certain; `None` for numbers of
-/// different CEL types and for values of different kinds (cel's to decide).
+/// CEL equality where the two values' types make it certain; `None` for a computed value
+/// against one of another kind, or an int against a number that is not (cel's to decide).
 fn equal(a: &Fast, b: &Fast) -> Option<bool> {
+    // Two documents' values: what cel's `==` asks of their views ([`same_json`]).
     if let (Fast::Json(x), Fast::Json(y)) = (a, b) {
-        return json_equal(x.get(), y.get());
+        return Some(same_json(x.get(), y.get()));
     }
     match (a.view(), b.view()) {
         (View::Null, View::Null) => Some(true),
@@ -403,25 +412,6 @@ fn equal(a: &Fast, b: &Fast) -> Option<bool> {
         (View::Array(_) | View::List(_), View::Array(_) | View::List(_)) => {
             let (a, b) = (a.items()?, b.items()?);
             all_equal(a.len() == b.len(), a.iter().zip(&b).map(|(x, y)| equal(x, y)))
-        }
-        _ => None,
-    }
-}
-
-/// [`equal`] of two documents' values, read in place (no value made per entry).
-fn json_equal(a: &Value, b: &Value) -> Option<bool> {
-    match (a, b) {
-        (Value::Null, Value::Null) => Some(true),
-        (Value::Bool(x), Value::Bool(y)) => Some(x == y),
-        (Value::String(x), Value::String(y)) => Some(x == y),
-        (Value::Number(x), Value::Number(y)) => number_equal(x, y),
-        (Value::Object(x), Value::Object(y)) => all_equal(
-            x.len() == y.len(),
-            x.iter()
-                .map(|(key, value)| y.get(key).map_or(Some(false), |other| json_equal(value, other))),
-        ),
-        (Value::Array(x), Value::Array(y)) => {
-            all_equal(x.len() == y.len(), x.iter().zip(y).map(|(v, w)| json_equal(v, w)))
         }
         _ => None,
     }
@@ -439,16 +429,6 @@ fn all_equal(same_size: bool, entries: impl Iterator<Item = Option<bool>>) -> Op
         }
     }
     Some(true)
-}
-
-/// Two JSON numbers of the same CEL type.
-fn number_equal(a: &Number, b: &Number) -> Option<bool> {
-    match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
-        (Some(x), Some(y), _, _) => Some(x == y),
-        (None, None, Some(x), Some(y)) => Some(x == y),
-        (None, None, None, None) => Some(a.as_f64()? == b.as_f64()?),
-        _ => None,
-    }
 }
 
 /// `item in container`: a list's items compared, or a map's string keys.
@@ -484,12 +464,9 @@ fn add(a: &Fast, b: &Fast) -> Option<Fast> {
 
 /// `map[key]` with a string key present, `list[i]` in range.
 fn index(container: &Fast, key: &Fast) -> Option<Fast> {
-    match (container.view(), key.view(), container) {
-        (View::Map(_), View::Str(k), _) => container.field(k),
-        (View::Array(_) | View::List(_), View::Int(i), _) => {
-            let i = usize::try_from(i).ok()?;
-            container.items()?.into_iter().nth(i)
-        }
+    match (container.view(), key.view()) {
+        (View::Map(_), View::Str(k)) => container.field(k),
+        (View::Array(_) | View::List(_), View::Int(i)) => container.item(usize::try_from(i).ok()?),
         _ => None,
     }
 }
@@ -656,6 +633,7 @@ mod tests {
             "size(object.metadata.labels) == 3 && object.spec.names.size() == 2 && size('héllo') == 5",
             "object.spec == oldObject.spec",
             "object.spec.big == oldObject.spec.big && object.spec.ratio == oldObject.spec.ratio",
+            "object.spec.ratio == object.spec.replicas || object.spec.names == object.metadata.name",
             "object.metadata == oldObject.metadata",
             "object.spec.list == oldObject.spec.list",
             "object.kind == 'Machine' ? object.?spec.orValue({}) : object.?spec.?template.?spec.orValue({})",
@@ -697,7 +675,6 @@ mod tests {
             "object.spec.names[2] == 'c'",
             "object.nothing && false",
             "object.spec.ratio == 1.5",
-            "object.spec.ratio == object.spec.replicas",
             "object.spec.replicas + 1 == 4",
             "object.spec.replicas < 4",
             "object.spec.list == [1, 'two', {'three': 3}]",

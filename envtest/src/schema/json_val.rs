@@ -318,7 +318,7 @@ impl<L: Level> Zeroer for JsonView<L> {
 
 /// CEL equality of two JSON values: the same keys or items, each equal; scalars compared
 /// as their CEL values (so `1` equals `1.0`, as CEL's heterogeneous equality has it).
-fn same_json(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
             a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same_json(v, w)))
