@@ -15,7 +15,7 @@ use sync_core::toolkit::condition;
 use sync_core::toolkit::pause::PAUSED_ANNOTATION;
 use tokio::task::JoinHandle;
 
-use crate::real::{aws, eventually_within, synchronized};
+use crate::real::{aws, eventually, eventually_within, synchronized};
 use crate::{Cluster, TestResult};
 
 /// What one watch event said about one object of a pair.
@@ -340,26 +340,19 @@ pub fn capi_paused(
 /// the admission policies refuse a migration request before that.
 pub async fn capi_machine_provisioned(cluster: &Cluster, name: &str) -> TestResult {
     let capi = cluster.capi_machines();
-    eventually_within(
-        WAIT_PROVISIONED,
-        &format!("CAPI Machine {name} infrastructure provisioned"),
-        || {
-            let capi = capi.clone();
-            async move {
-                let machine = capi.get_opt(name).await?;
-                let status = machine.and_then(|m| m.status);
-                let provisioned = status
-                    .and_then(|s| s.initialization)
-                    .and_then(|i| i.infrastructure_provisioned);
-                Ok((provisioned == Some(true)).then_some(()))
-            }
-        },
-    )
+    eventually(&format!("CAPI Machine {name} infrastructure provisioned"), || {
+        let capi = capi.clone();
+        async move {
+            let machine = capi.get_opt(name).await?;
+            let status = machine.and_then(|m| m.status);
+            let provisioned = status
+                .and_then(|s| s.initialization)
+                .and_then(|i| i.infrastructure_provisioned);
+            Ok((provisioned == Some(true)).then_some(()))
+        }
+    })
     .await
 }
-
-/// How long [`capi_machine_provisioned`] waits.
-const WAIT_PROVISIONED: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Reports the CAPI Machine's infrastructure provisioned (`status.initialization.
 /// infrastructureProvisioned`), as its provider would: the admission policies refuse a
