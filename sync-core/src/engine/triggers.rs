@@ -1,12 +1,13 @@
 //! What queues a name besides its own objects: its CAPI owner's mirror appearing (the
 //! CAPI-only policy) and its infrastructure object changing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::follow::Fanout;
+use crate::runtime::index::NameIndex;
 use crate::runtime::infra::InfraRegistration;
 
 /// Queues what the infrastructure watches triggered so far (before the workers start:
@@ -43,34 +44,30 @@ pub(crate) struct OwnerIndex {
 
 #[derive(Default)]
 struct OwnerIndexState {
-    owned: HashMap<String, HashSet<String>>,
-    owners_of: HashMap<String, Vec<String>>,
+    /// Owner name → the names of the objects it owns.
+    owned: NameIndex,
+    /// Object name → its owners' names (nearly always one).
+    owners_of: HashMap<Box<str>, Box<[Box<str>]>>,
 }
 
 impl OwnerIndex {
     pub(crate) fn set<'a>(&self, name: &str, owners: impl Iterator<Item = &'a str>) {
-        let owners: Vec<String> = owners.map(str::to_owned).collect();
+        let owners: Box<[Box<str>]> = owners.map(Into::into).collect();
         let mut state = self
             .inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.owners_of.get(name) == Some(&owners) {
+            return;
+        }
         for old in state.owners_of.remove(name).unwrap_or_default() {
-            if let Some(set) = state.owned.get_mut(&old) {
-                set.remove(name);
-                if set.is_empty() {
-                    state.owned.remove(&old);
-                }
-            }
+            state.owned.remove(&old, name);
         }
         for owner in &owners {
-            state
-                .owned
-                .entry(owner.clone())
-                .or_default()
-                .insert(name.to_owned());
+            state.owned.add(owner, name);
         }
         if !owners.is_empty() {
-            state.owners_of.insert(name.to_owned(), owners);
+            state.owners_of.insert(name.into(), owners);
         }
     }
 
@@ -82,7 +79,7 @@ impl OwnerIndex {
         state
             .owned
             .get(owner)
-            .map(|set| set.iter().cloned().collect())
+            .map(|names| names.iter().map(str::to_owned).collect())
             .unwrap_or_default()
     }
 }

@@ -1,9 +1,10 @@
 //! The machinery under every controller, knowing pairs but not hooks: the watches
 //! ([`reflect`]) that fill the caches ([`store`]) from objects read leniently
-//! ([`lenient`]), the work queue ([`queue`]), the infrastructure watches ([`infra`]) and
-//! the Events recorder ([`events`]).
+//! ([`lenient`]), the work queue ([`queue`]), the infrastructure watches ([`infra`]), the
+//! compact name indexes they keep ([`index`]) and the Events recorder ([`events`]).
 pub mod events;
 pub(crate) mod field_sets;
+pub(crate) mod index;
 pub mod infra;
 pub(crate) mod lenient;
 pub(crate) mod queue;

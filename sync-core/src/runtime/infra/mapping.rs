@@ -9,7 +9,6 @@
 //! `K` is `MachineSet`, and the reverse index of references.
 
 use std::collections::BTreeSet;
-use std::collections::HashSet;
 
 use kube::api::ObjectMeta;
 
@@ -18,10 +17,10 @@ use crate::api::{MACHINESET_LABEL, api_group, capi};
 /// The names (in the MAPI namespace) that an infrastructure object's change reconciles,
 /// for a controller whose CAPI kind is `capi_kind`. `referrers` are the CAPI objects known
 /// to reference the object.
-pub fn names_to_reconcile(
+pub fn names_to_reconcile<'a>(
     capi_kind: &str,
     meta: &ObjectMeta,
-    referrers: Option<&HashSet<String>>,
+    referrers: impl IntoIterator<Item = &'a str>,
 ) -> BTreeSet<String> {
     let owners = meta
         .owner_references
@@ -35,7 +34,7 @@ pub fn names_to_reconcile(
         .filter(|name| !name.is_empty());
     owners
         .chain(label)
-        .chain(referrers.into_iter().flatten().cloned())
+        .chain(referrers.into_iter().map(str::to_owned))
         .collect()
 }
 
@@ -69,14 +68,13 @@ mod tests {
             ]),
             ..Default::default()
         };
-        assert_eq!(names_to_reconcile("Machine", &meta, None), names(&["worker-a"]));
+        assert_eq!(names_to_reconcile("Machine", &meta, []), names(&["worker-a"]));
     }
 
     #[test]
     fn infra_machine_maps_to_the_capi_machines_referencing_it() {
-        let referrers: HashSet<String> = ["worker-b".to_owned()].into();
         assert_eq!(
-            names_to_reconcile("Machine", &ObjectMeta::default(), Some(&referrers)),
+            names_to_reconcile("Machine", &ObjectMeta::default(), ["worker-b"]),
             names(&["worker-b"])
         );
     }
@@ -87,13 +85,12 @@ mod tests {
             labels: Some([(MACHINESET_LABEL.to_owned(), "set-a".to_owned())].into()),
             ..Default::default()
         };
-        let referrers: HashSet<String> = ["set-b".to_owned()].into();
         assert_eq!(
-            names_to_reconcile("MachineSet", &meta, Some(&referrers)),
+            names_to_reconcile("MachineSet", &meta, ["set-b"]),
             names(&["set-a", "set-b"])
         );
         // The MachineSet label means nothing to the Machine controller.
-        assert_eq!(names_to_reconcile("Machine", &meta, None), names(&[]));
+        assert_eq!(names_to_reconcile("Machine", &meta, []), names(&[]));
     }
 
     #[test]
@@ -103,6 +100,6 @@ mod tests {
             labels: Some([(MACHINESET_LABEL.to_owned(), String::new())].into()),
             ..Default::default()
         };
-        assert!(names_to_reconcile("MachineSet", &meta, None).is_empty());
+        assert!(names_to_reconcile("MachineSet", &meta, []).is_empty());
     }
 }

@@ -34,6 +34,7 @@ use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Reporter};
 
 use crate::runtime::events::Recorder;
+use crate::runtime::index::{NameIndex, Names};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
@@ -170,9 +171,59 @@ struct Registered {
     triggers: mpsc::UnboundedSender<String>,
     recorder: Recorder,
     /// CAPI object name → its reference.
-    refs: HashMap<String, InfraRef>,
+    refs: HashMap<Box<str>, Tracked>,
+    /// The kinds `refs` point to, each once (a fleet references one or two).
+    targets: Vec<Arc<Target>>,
     /// GroupKind → infrastructure object name → the CAPI objects referencing it.
-    referrers: HashMap<GroupKind, HashMap<String, HashSet<String>>>,
+    referrers: HashMap<GroupKind, NameIndex>,
+}
+
+/// A kind references point to, with the version they gave (v1beta1 style) or none.
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    group_kind: GroupKind,
+    version: Option<String>,
+}
+
+/// One CAPI object's reference as the tracker keeps it: its kind shared, its name.
+struct Tracked {
+    target: Arc<Target>,
+    name: Box<str>,
+}
+
+impl Tracked {
+    fn is(&self, reference: &InfraRef) -> bool {
+        let Target { group_kind, version } = &*self.target;
+        *self.name == reference.name
+            && group_kind.group == reference.group
+            && group_kind.kind == reference.kind
+            && *version == reference.version
+    }
+
+    fn to_ref(&self) -> InfraRef {
+        InfraRef {
+            group: self.target.group_kind.group.clone(),
+            version: self.target.version.clone(),
+            kind: self.target.group_kind.kind.clone(),
+            name: self.name.to_string(),
+        }
+    }
+}
+
+impl Registered {
+    /// The shared [`Target`] of `reference`, added if new.
+    fn target(&mut self, reference: &InfraRef) -> Arc<Target> {
+        let wanted = Target {
+            group_kind: reference.group_kind(),
+            version: reference.version.clone(),
+        };
+        if let Some(target) = self.targets.iter().find(|target| ***target == wanted) {
+            return target.clone();
+        }
+        let target = Arc::new(wanted);
+        self.targets.push(target.clone());
+        target
+    }
 }
 
 struct Watch {
@@ -232,6 +283,7 @@ impl InfraTracker {
             triggers,
             recorder,
             refs: HashMap::new(),
+            targets: Vec::new(),
             referrers: HashMap::new(),
         });
         let id = state.controllers.len() - 1;
@@ -470,7 +522,7 @@ impl ControllerHandle {
     /// has none, or a malformed one).
     pub fn reference(&self, capi_name: &str) -> Option<InfraRef> {
         let state = self.inner.lock();
-        state.controllers.get(self.id)?.refs.get(capi_name).cloned()
+        state.controllers.get(self.id)?.refs.get(capi_name).map(Tracked::to_ref)
     }
 
     /// The kinds this controller's CAPI objects reference now.
@@ -503,14 +555,15 @@ impl ControllerHandle {
             self.inner
                 .warn(&state, self.id, capi_name, "InvalidInfrastructureReference", note);
         }
-        let old = state
-            .controllers
-            .get(self.id)
-            .and_then(|c| c.refs.get(capi_name))
-            .cloned();
-        if old == new {
+        let old = state.controllers.get(self.id).and_then(|c| c.refs.get(capi_name));
+        let unchanged = match (old, &new) {
+            (Some(old), Some(new)) => old.is(new),
+            (old, new) => old.is_none() && new.is_none(),
+        };
+        if unchanged {
             return;
         }
+        let old = old.map(Tracked::to_ref);
         if let Some(old) = old {
             self.inner.forget_reference(&mut state, self.id, capi_name, &old);
         }
@@ -536,10 +589,12 @@ impl Inner {
             .referrers
             .entry(group_kind.clone())
             .or_default()
-            .entry(reference.name.clone())
-            .or_default()
-            .insert(capi_name.to_owned());
-        controller.refs.insert(capi_name.to_owned(), reference.clone());
+            .add(&reference.name, capi_name);
+        let tracked = Tracked {
+            target: controller.target(&reference),
+            name: reference.name.as_str().into(),
+        };
+        controller.refs.insert(capi_name.into(), tracked);
         if let Some(watch) = state.watches.get_mut(&group_kind) {
             watch.references += 1;
             if let WatchStatus::Failed(error) = &watch.status {
@@ -581,13 +636,9 @@ impl Inner {
         let group_kind = reference.group_kind();
         if let Some(controller) = state.controllers.get_mut(id) {
             controller.refs.remove(capi_name);
+            controller.targets.retain(|target| Arc::strong_count(target) > 1);
             if let Some(by_name) = controller.referrers.get_mut(&group_kind) {
-                if let Some(names) = by_name.get_mut(&reference.name) {
-                    names.remove(capi_name);
-                    if names.is_empty() {
-                        by_name.remove(&reference.name);
-                    }
-                }
+                by_name.remove(&reference.name, capi_name);
                 if by_name.is_empty() {
                     controller.referrers.remove(&group_kind);
                 }
@@ -671,7 +722,8 @@ impl Inner {
             let Some(by_name) = controller.referrers.get(group_kind) else {
                 continue;
             };
-            for target in names_to_reconcile(&controller.capi_kind, meta, by_name.get(name)) {
+            let referrers = by_name.get(name).into_iter().flat_map(Names::iter);
+            for target in names_to_reconcile(&controller.capi_kind, meta, referrers) {
                 let _ = controller.triggers.send(target);
             }
         }
@@ -715,12 +767,7 @@ fn referrers_of(state: &State, group_kind: &GroupKind) -> Vec<(usize, String)> {
                 .referrers
                 .get(group_kind)
                 .into_iter()
-                .flat_map(move |by_name| {
-                    by_name
-                        .values()
-                        .flatten()
-                        .map(move |capi_name| (id, capi_name.clone()))
-                })
+                .flat_map(move |by_name| by_name.names().map(move |capi_name| (id, capi_name.to_owned())))
         })
         .collect()
 }
@@ -780,4 +827,65 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::fixtures::MachinePair;
+
+    fn aws(name: &str, version: Option<&str>) -> InfraRef {
+        InfraRef {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            version: version.map(Into::into),
+            kind: "AWSMachine".into(),
+            name: name.into(),
+        }
+    }
+
+    fn referrers(tracker: &InfraTracker, group_kind: &GroupKind) -> Vec<String> {
+        let mut names: Vec<String> = referrers_of(&tracker.inner.lock(), group_kind)
+            .into_iter()
+            .map(|(_, name)| name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The compact bookkeeping gives back what was tracked: the reference, its kind, its
+    /// referrers; a reference that changes only its version or name is re-tracked.
+    #[tokio::test]
+    async fn tracked_references_read_back_and_follow_changes() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        let client = Client::try_from(config).expect("a client");
+        let mut infra = InfraConfig::new("capi");
+        infra.grace = Duration::from_secs(3600);
+        let tracker = InfraTracker::new(client, infra);
+        let handle = tracker.register::<MachinePair>("machine-sync").tracker();
+        let group_kind = aws("x", None).group_kind();
+
+        handle.track("m-1", Some(Ok(Some(aws("m-1", None)))));
+        handle.track("m-2", Some(Ok(Some(aws("shared", None)))));
+        handle.track("m-3", Some(Ok(Some(aws("shared", None)))));
+        assert_eq!(handle.reference("m-1"), Some(aws("m-1", None)));
+        assert_eq!(handle.kinds(), HashSet::from([group_kind.clone()]));
+        assert_eq!(referrers(&tracker, &group_kind), ["m-1", "m-2", "m-3"]);
+
+        handle.track("m-1", Some(Ok(Some(aws("m-1", Some("v1beta1"))))));
+        assert_eq!(handle.reference("m-1"), Some(aws("m-1", Some("v1beta1"))));
+        handle.track("m-2", Some(Ok(Some(aws("m-2", None)))));
+        assert_eq!(handle.reference("m-2"), Some(aws("m-2", None)));
+        assert_eq!(referrers(&tracker, &group_kind), ["m-1", "m-2", "m-3"]);
+        assert_eq!(tracker.inner.lock().controllers[0].targets.len(), 2, "one per version given");
+
+        handle.track("m-1", None);
+        handle.track("m-2", Some(Ok(None)));
+        assert_eq!(handle.reference("m-1"), None);
+        assert_eq!(handle.reference("m-2"), None);
+        assert_eq!(referrers(&tracker, &group_kind), ["m-3"]);
+        assert_eq!(tracker.inner.lock().controllers[0].targets.len(), 1, "an unused kind is dropped");
+        handle.track("m-3", None);
+        assert!(handle.kinds().is_empty());
+        assert!(tracker.inner.lock().controllers[0].targets.is_empty());
+    }
 }
