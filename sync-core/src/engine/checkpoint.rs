@@ -184,10 +184,9 @@ struct State {
     restored: HashSet<u64>,
     /// The loaded checkpoint, as a set, to tell whether saving would change it.
     loaded: Option<HashSet<u64>>,
-    /// Every name reconciled since the start.
-    reconciled: HashSet<String>,
-    /// The fingerprint of each name whose last reconcile verified it.
-    verified: HashMap<String, u64>,
+    /// Every name reconciled since the start, with the fingerprint its last reconcile
+    /// verified (`None`: it did not). One map, not two: it holds every name of the fleet.
+    reconciled: HashMap<Box<str>, Option<u64>>,
 }
 
 impl Ledger {
@@ -218,32 +217,31 @@ impl Ledger {
     /// still has fingerprints to match (worth computing its fingerprint then).
     pub(crate) fn restoring(&self, name: &str) -> bool {
         let state = self.state();
-        !state.restored.is_empty() && !state.reconciled.contains(name)
+        !state.restored.is_empty() && !state.reconciled.contains_key(name)
     }
 
     /// Whether `name`'s first reconcile finds it as the last run verified it (then it
     /// stays verified and its hook need not run).
     pub(crate) fn restored(&self, name: &str, fingerprint: Option<u64>) -> bool {
         let mut state = self.state();
-        let first = state.reconciled.insert(name.to_owned());
-        match fingerprint {
-            Some(fingerprint) if first && state.restored.remove(&fingerprint) => {
-                state.verified.insert(name.to_owned(), fingerprint);
-                true
-            }
-            _ => false,
+        if state.reconciled.contains_key(name) {
+            return false;
         }
+        let restored = fingerprint.filter(|fingerprint| state.restored.remove(fingerprint));
+        state.reconciled.insert(name.into(), restored);
+        restored.is_some()
     }
 
     /// Records how `name`'s reconcile ended: `Some` when it verified the pair at that
     /// fingerprint.
     pub(crate) fn record(&self, name: &str, verified: Option<u64>) {
         let mut state = self.state();
-        state.reconciled.insert(name.to_owned());
-        match verified {
-            Some(fingerprint) => state.verified.insert(name.to_owned(), fingerprint),
-            None => state.verified.remove(name),
-        };
+        match state.reconciled.get_mut(name) {
+            Some(last) => *last = verified,
+            None => {
+                state.reconciled.insert(name.into(), verified);
+            }
+        }
     }
 
     /// Loads the checkpoint the last run saved; an absent, unreadable or foreign one
@@ -295,9 +293,9 @@ impl Ledger {
         mut unreconciled: impl FnMut(&str) -> Option<u64>,
     ) -> Option<HashSet<u64>> {
         let state = self.state();
-        let mut fingerprints: HashSet<u64> = state.verified.values().copied().collect();
+        let mut fingerprints: HashSet<u64> = state.reconciled.values().flatten().copied().collect();
         for name in names {
-            if !state.reconciled.contains(name)
+            if !state.reconciled.contains_key(name)
                 && let Some(fingerprint) = unreconciled(name)
                 && state.restored.contains(&fingerprint)
             {
@@ -474,7 +472,13 @@ mod tests {
         ledger.record("b", Some(30));
         ledger.record("a", None);
         let state = ledger.state();
-        assert_eq!(state.verified, HashMap::from([("b".to_owned(), 30)]));
+        let verified: HashMap<&str, u64> = state
+            .reconciled
+            .iter()
+            .filter_map(|(name, verified)| Some((&**name, (*verified)?)))
+            .collect();
+        assert_eq!(verified, HashMap::from([("b", 30)]));
+        assert_eq!(state.reconciled.len(), 3, "every name reconciled is remembered");
     }
 
     #[test]
