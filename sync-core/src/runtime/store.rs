@@ -27,18 +27,57 @@ use serde::de::DeserializeOwned;
 /// Namespace (`""` when cluster-scoped) → name → object: looked up without allocating.
 type Objects = HashMap<Box<str>, HashMap<Box<str>, Packed>>;
 
-/// One cached object: its resourceVersion (compared without decoding) and its JSON as an
-/// LZ4 block against the store's dictionary, its length prepended.
+/// One cached object in one allocation: its resourceVersion (compared without decoding)
+/// and its JSON as an LZ4 block against the store's dictionary, each with its length
+/// (little-endian `u32`) before it. One allocation, not two, saves ~30 bytes an object.
 #[derive(Clone, Debug)]
 pub(crate) struct Packed {
-    resource_version: Option<Box<str>>,
-    block: Box<[u8]>,
+    bytes: Box<[u8]>,
 }
 
+/// The length field before the resourceVersion and before the JSON.
+const LENGTH: usize = std::mem::size_of::<u32>();
+
 impl Packed {
+    /// `json` compressed against `dictionary`, after `resource_version` (`None` when it
+    /// does not fit a `u32`, which no API server sends).
+    fn new(resource_version: Option<&str>, json: &[u8], dictionary: &[u8]) -> Option<Self> {
+        let version = resource_version.unwrap_or_default().as_bytes();
+        let (version_length, json_length) = (u32::try_from(version.len()).ok()?, u32::try_from(json.len()).ok()?);
+        let start = 2 * LENGTH + version.len();
+        let mut bytes = vec![0; start + lz4_flex::block::get_maximum_output_size(json.len())];
+        bytes[..LENGTH].copy_from_slice(&version_length.to_le_bytes());
+        bytes[LENGTH..LENGTH + version.len()].copy_from_slice(version);
+        bytes[start - LENGTH..start].copy_from_slice(&json_length.to_le_bytes());
+        let written = lz4_flex::block::compress_into_with_dict(json, &mut bytes[start..], dictionary).ok()?;
+        bytes.truncate(start + written);
+        Some(Self {
+            bytes: bytes.into_boxed_slice(),
+        })
+    }
+
+    /// The resourceVersion's bytes and the rest (the JSON's length and its block).
+    fn split(&self) -> (&[u8], &[u8]) {
+        let (length, rest) = self.bytes.split_at(LENGTH.min(self.bytes.len()));
+        let length = length.try_into().map_or(0, u32::from_le_bytes) as usize;
+        rest.split_at(length.min(rest.len()))
+    }
+
     /// The object's resourceVersion.
     pub(crate) fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
+        let (version, _) = self.split();
+        std::str::from_utf8(version).ok().filter(|version| !version.is_empty())
+    }
+
+    /// The JSON, decompressed against `dictionary`.
+    fn json(&self, dictionary: &[u8]) -> Result<Vec<u8>, lz4_flex::block::DecompressError> {
+        let (_, block) = self.split();
+        lz4_flex::block::decompress_size_prepended_with_dict(block, dictionary)
+    }
+
+    /// The heap bytes this entry takes.
+    fn len(&self) -> usize {
+        self.bytes.len()
     }
 }
 
@@ -128,7 +167,7 @@ impl<K> Store<K> {
         self.read()
             .values()
             .flat_map(HashMap::values)
-            .map(|packed| packed.block.len())
+            .map(Packed::len)
             .sum()
     }
 
@@ -150,7 +189,7 @@ impl<K> Store<K> {
         self.read()
             .get(namespace.unwrap_or_default())
             .and_then(|by_name| by_name.get(name))
-            .and_then(|packed| packed.resource_version.as_deref().map(str::to_owned))
+            .and_then(|packed| packed.resource_version().map(str::to_owned))
     }
 
     fn packed(&self, namespace: Option<&str>, name: &str) -> Option<Packed> {
@@ -198,7 +237,8 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     /// is a bug: logged, and the object reads as absent.
     pub(crate) fn unpack(&self, packed: &Packed) -> Option<K> {
         let dictionary = self.shared.dictionary.get()?;
-        let decoded = lz4_flex::block::decompress_size_prepended_with_dict(&packed.block, dictionary)
+        let decoded = packed
+            .json(dictionary)
             .map_err(|error| error.to_string())
             .and_then(|json| serde_json::from_slice(&json).map_err(|error| error.to_string()));
         match decoded {
@@ -226,11 +266,11 @@ impl<K: Resource + Serialize> Store<K> {
             .shared
             .dictionary
             .get_or_init(|| json.clone().into_boxed_slice());
-        let block = lz4_flex::block::compress_prepend_size_with_dict(&json, dictionary).into_boxed_slice();
-        Some(Packed {
-            resource_version: object.meta().resource_version.as_deref().map(Into::into),
-            block,
-        })
+        let packed = Packed::new(object.meta().resource_version.as_deref(), &json, dictionary);
+        if packed.is_none() {
+            tracing::error!(kind = std::any::type_name::<K>(), "an object does not compress; not cached");
+        }
+        packed
     }
 }
 
@@ -330,6 +370,27 @@ mod tests {
     use kube::api::ObjectMeta;
 
     use super::*;
+
+    #[test]
+    fn an_entry_keeps_its_resource_version_and_json_in_one_allocation() {
+        let dictionary = br#"{"metadata":{"name":"m-000001"},"spec":{"a":1}}"#;
+        let json = br#"{"metadata":{"name":"m-000002"},"spec":{"a":2}}"#;
+        let packed = Packed::new(Some("4711"), json, dictionary).expect("packs");
+        assert_eq!(packed.resource_version(), Some("4711"));
+        assert_eq!(packed.json(dictionary).expect("decodes"), json);
+        assert!(packed.len() < 2 * LENGTH + 4 + json.len(), "compressed against the dictionary");
+
+        let unversioned = Packed::new(None, json, dictionary).expect("packs");
+        assert_eq!(unversioned.resource_version(), None);
+        assert_eq!(unversioned.json(dictionary).expect("decodes"), json);
+
+        // A torn entry reads as no version and fails to decode; nothing panics.
+        let torn = Packed {
+            bytes: packed.bytes[..3].into(),
+        };
+        assert_eq!(torn.resource_version(), None);
+        assert!(torn.json(dictionary).is_err());
+    }
 
     fn configmap(name: &str, version: &str, value: &str) -> ConfigMap {
         ConfigMap {
