@@ -31,6 +31,11 @@ const TIMEOUT: Duration = Duration::from_secs(600);
 pub struct Memory {
     /// `VmRSS` when every name had been reconciled, KiB.
     pub rss_kib: u64,
+    /// Of which anonymous (`RssAnon`: the heap, stacks, the allocator's retained pages), KiB.
+    pub anon_kib: u64,
+    /// Of which file-backed (`RssFile`: the binary's code and data pages, shared and
+    /// reclaimable; how many the kernel maps depends on the binary's size), KiB.
+    pub file_kib: u64,
     /// `VmHWM` (peak resident set) then, KiB.
     pub peak_kib: u64,
     /// CPU time of the child until then (10 ms resolution).
@@ -102,6 +107,8 @@ pub async fn measure_mode(
     .map_err(|e| BenchError::Other(e.to_string()))?
     .ok_or_else(|| BenchError::Other(format!("the {mode} child exited early")))?;
     let rss_kib = procfs::status_kib(pid, "VmRSS").ok_or_else(|| BenchError::Other("no VmRSS".into()))?;
+    let anon_kib = procfs::status_kib(pid, "RssAnon").unwrap_or_default();
+    let file_kib = procfs::status_kib(pid, "RssFile").unwrap_or_default();
     let peak_kib = procfs::status_kib(pid, "VmHWM").unwrap_or_default();
     let cpu = procfs::process_cpu(pid).unwrap_or_default();
     // Closing stdin asks the child to stop.
@@ -115,6 +122,8 @@ pub async fn measure_mode(
     }
     Ok(Memory {
         rss_kib,
+        anon_kib,
+        file_kib,
         peak_kib,
         cpu,
         reconciled_after,

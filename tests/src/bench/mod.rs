@@ -872,6 +872,18 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         )
         .target(64.0),
         Figure::lower(
+            "of which anonymous (RssAnon: the heap, stacks and the allocator's retained pages)",
+            "MiB",
+            real.memory.as_ref().map_or(0.0, |m| m.anon_kib as f64 / 1024.0),
+            None,
+        ),
+        Figure::lower(
+            "of which file-backed (RssFile: the binary's pages the kernel mapped)",
+            "MiB",
+            real.memory.as_ref().map_or(0.0, |m| m.file_kib as f64 / 1024.0),
+            None,
+        ),
+        Figure::lower(
             "the same with the migration controllers (the operator's pairs: each follows its sync controller, on its caches)",
             "MiB",
             real.operator_memory.as_ref().map_or(0.0, |m| m.rss_kib as f64 / 1024.0),
