@@ -9,7 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-/// The names under one key: never empty (the index drops an emptied key).
+/// The names under one key: never empty (the index drops an emptied key). The set is
+/// boxed so that the common case, one name, takes 16 bytes and not a set's 48.
+#[allow(clippy::box_collection)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Names {
     One(Box<str>),
@@ -115,10 +117,17 @@ mod tests {
         index.add("aws-1", "m-1");
         assert_eq!(index.get("aws-1"), Some(&Names::One("m-1".into())));
         index.add("aws-1", "m-1");
-        assert_eq!(index.get("aws-1"), Some(&Names::One("m-1".into())), "a name is filed once");
+        assert_eq!(
+            index.get("aws-1"),
+            Some(&Names::One("m-1".into())),
+            "a name is filed once"
+        );
         index.add("aws-1", "m-2");
         index.add("aws-2", "m-3");
-        assert_eq!(sorted(index.get("aws-1").unwrap().iter()), ["m-1", "m-2"]);
+        assert_eq!(
+            sorted(index.get("aws-1").into_iter().flat_map(Names::iter)),
+            ["m-1", "m-2"]
+        );
         assert_eq!(sorted(index.names()), ["m-1", "m-2", "m-3"]);
 
         index.remove("aws-1", "m-1");
@@ -128,7 +137,11 @@ mod tests {
             "back to one name kept inline"
         );
         index.remove("aws-1", "m-9");
-        assert_eq!(index.get("aws-1"), Some(&Names::One("m-2".into())), "an absent name changes nothing");
+        assert_eq!(
+            index.get("aws-1"),
+            Some(&Names::One("m-2".into())),
+            "an absent name changes nothing"
+        );
         index.remove("aws-1", "m-2");
         assert_eq!(index.get("aws-1"), None);
         index.remove("aws-2", "m-3");
@@ -138,12 +151,17 @@ mod tests {
     }
 
     #[test]
+    fn one_name_costs_no_more_than_a_boxed_str() {
+        assert!(std::mem::size_of::<Names>() <= std::mem::size_of::<Box<str>>() + 8);
+    }
+
+    #[test]
     fn many_names_under_one_key() {
         let mut index = NameIndex::default();
         for i in 0..100 {
             index.add("set-a", &format!("m-{i:03}"));
         }
-        assert_eq!(index.get("set-a").unwrap().iter().count(), 100);
+        assert_eq!(index.get("set-a").map(|names| names.iter().count()), Some(100));
         for i in 0..100 {
             index.remove("set-a", &format!("m-{i:03}"));
         }

@@ -320,12 +320,22 @@ mod tests {
         }
         assert!(queue.shared.lock().dirty.capacity() >= 10_000);
         for _ in 0..10_000 {
-            let name = next(&queue).await.expect("queued");
+            let Some(name) = next(&queue).await else {
+                panic!("10 000 names were queued");
+            };
             queue.done(&name);
         }
         let state = queue.shared.lock();
-        assert!(state.queue.capacity() <= 64, "queue keeps {}", state.queue.capacity());
-        assert!(state.dirty.capacity() <= 64 * 2, "dirty keeps {}", state.dirty.capacity());
+        assert!(
+            state.queue.capacity() <= 64,
+            "queue keeps {}",
+            state.queue.capacity()
+        );
+        assert!(
+            state.dirty.capacity() <= 64 * 2,
+            "dirty keeps {}",
+            state.dirty.capacity()
+        );
         drop(state);
         queue.add("m-1");
         queue.add("m-1");

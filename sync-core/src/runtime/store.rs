@@ -43,7 +43,10 @@ impl Packed {
     /// does not fit a `u32`, which no API server sends).
     fn new(resource_version: Option<&str>, json: &[u8], dictionary: &[u8]) -> Option<Self> {
         let version = resource_version.unwrap_or_default().as_bytes();
-        let (version_length, json_length) = (u32::try_from(version.len()).ok()?, u32::try_from(json.len()).ok()?);
+        let (version_length, json_length) = (
+            u32::try_from(version.len()).ok()?,
+            u32::try_from(json.len()).ok()?,
+        );
         let start = 2 * LENGTH + version.len();
         let mut bytes = vec![0; start + lz4_flex::block::get_maximum_output_size(json.len())];
         bytes[..LENGTH].copy_from_slice(&version_length.to_le_bytes());
@@ -66,7 +69,9 @@ impl Packed {
     /// The object's resourceVersion.
     pub(crate) fn resource_version(&self) -> Option<&str> {
         let (version, _) = self.split();
-        std::str::from_utf8(version).ok().filter(|version| !version.is_empty())
+        std::str::from_utf8(version)
+            .ok()
+            .filter(|version| !version.is_empty())
     }
 
     /// The JSON, decompressed against `dictionary`.
@@ -268,7 +273,10 @@ impl<K: Resource + Serialize> Store<K> {
             .get_or_init(|| json.clone().into_boxed_slice());
         let packed = Packed::new(object.meta().resource_version.as_deref(), &json, dictionary);
         if packed.is_none() {
-            tracing::error!(kind = std::any::type_name::<K>(), "an object does not compress; not cached");
+            tracing::error!(
+                kind = std::any::type_name::<K>(),
+                "an object does not compress; not cached"
+            );
         }
         packed
     }
@@ -375,14 +383,21 @@ mod tests {
     fn an_entry_keeps_its_resource_version_and_json_in_one_allocation() {
         let dictionary = br#"{"metadata":{"name":"m-000001"},"spec":{"a":1}}"#;
         let json = br#"{"metadata":{"name":"m-000002"},"spec":{"a":2}}"#;
-        let packed = Packed::new(Some("4711"), json, dictionary).expect("packs");
+        let Some(packed) = Packed::new(Some("4711"), json, dictionary) else {
+            panic!("an object packs");
+        };
         assert_eq!(packed.resource_version(), Some("4711"));
-        assert_eq!(packed.json(dictionary).expect("decodes"), json);
-        assert!(packed.len() < 2 * LENGTH + 4 + json.len(), "compressed against the dictionary");
+        assert_eq!(packed.json(dictionary).ok().as_deref(), Some(&json[..]));
+        assert!(
+            packed.len() < 2 * LENGTH + 4 + json.len(),
+            "compressed against the dictionary"
+        );
 
-        let unversioned = Packed::new(None, json, dictionary).expect("packs");
+        let Some(unversioned) = Packed::new(None, json, dictionary) else {
+            panic!("an object without a resourceVersion packs");
+        };
         assert_eq!(unversioned.resource_version(), None);
-        assert_eq!(unversioned.json(dictionary).expect("decodes"), json);
+        assert_eq!(unversioned.json(dictionary).ok().as_deref(), Some(&json[..]));
 
         // A torn entry reads as no version and fails to decode; nothing panics.
         let torn = Packed {

@@ -522,7 +522,12 @@ impl ControllerHandle {
     /// has none, or a malformed one).
     pub fn reference(&self, capi_name: &str) -> Option<InfraRef> {
         let state = self.inner.lock();
-        state.controllers.get(self.id)?.refs.get(capi_name).map(Tracked::to_ref)
+        state
+            .controllers
+            .get(self.id)?
+            .refs
+            .get(capi_name)
+            .map(Tracked::to_ref)
     }
 
     /// The kinds this controller's CAPI objects reference now.
@@ -856,8 +861,10 @@ mod tests {
     /// referrers; a reference that changes only its version or name is re-tracked.
     #[tokio::test]
     async fn tracked_references_read_back_and_follow_changes() {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
-        let client = Client::try_from(config).expect("a client");
+        let config = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
+        let Ok(client) = Client::try_from(config) else {
+            panic!("a client for an address that is never dialled");
+        };
         let mut infra = InfraConfig::new("capi");
         infra.grace = Duration::from_secs(3600);
         let tracker = InfraTracker::new(client, infra);
@@ -876,14 +883,22 @@ mod tests {
         handle.track("m-2", Some(Ok(Some(aws("m-2", None)))));
         assert_eq!(handle.reference("m-2"), Some(aws("m-2", None)));
         assert_eq!(referrers(&tracker, &group_kind), ["m-1", "m-2", "m-3"]);
-        assert_eq!(tracker.inner.lock().controllers[0].targets.len(), 2, "one per version given");
+        assert_eq!(
+            tracker.inner.lock().controllers[0].targets.len(),
+            2,
+            "one per version given"
+        );
 
         handle.track("m-1", None);
         handle.track("m-2", Some(Ok(None)));
         assert_eq!(handle.reference("m-1"), None);
         assert_eq!(handle.reference("m-2"), None);
         assert_eq!(referrers(&tracker, &group_kind), ["m-3"]);
-        assert_eq!(tracker.inner.lock().controllers[0].targets.len(), 1, "an unused kind is dropped");
+        assert_eq!(
+            tracker.inner.lock().controllers[0].targets.len(),
+            1,
+            "an unused kind is dropped"
+        );
         handle.track("m-3", None);
         assert!(handle.kinds().is_empty());
         assert!(tracker.inner.lock().controllers[0].targets.is_empty());
