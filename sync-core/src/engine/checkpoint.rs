@@ -244,6 +244,13 @@ impl Ledger {
         }
     }
 
+    /// Forgets `name`, whose objects are both gone: the map would otherwise keep every
+    /// name the process ever reconciled. A new pair of that name cannot match a saved
+    /// fingerprint (its objects have new resourceVersions), so nothing is wrongly skipped.
+    pub(crate) fn forget(&self, name: &str) {
+        self.state().reconciled.remove(name);
+    }
+
     /// Loads the checkpoint the last run saved; an absent, unreadable or foreign one
     /// (another scope) restores nothing.
     pub(crate) async fn load<P: SyncPair>(&self, client: Client) {
@@ -479,6 +486,30 @@ mod tests {
             .collect();
         assert_eq!(verified, HashMap::from([("b", 30)]));
         assert_eq!(state.reconciled.len(), 3, "every name reconciled is remembered");
+    }
+
+    #[test]
+    fn a_name_whose_objects_are_gone_is_forgotten_and_a_new_pair_of_that_name_is_not_restored() {
+        let ledger = Ledger::new(Checkpoint {
+            namespace: "ns".into(),
+            scope: 1,
+        });
+        ledger.state().restored = HashSet::from([10, 20]);
+        assert!(ledger.restored("a", Some(10)));
+        ledger.forget("a");
+        assert!(
+            ledger.state().reconciled.is_empty(),
+            "nothing kept of a gone pair"
+        );
+        assert!(
+            ledger.restoring("a"),
+            "a new pair of that name gets a first reconcile"
+        );
+        assert!(
+            !ledger.restored("a", Some(11)),
+            "its own objects, not the saved ones"
+        );
+        assert!(ledger.restored("b", Some(20)));
     }
 
     #[test]

@@ -56,7 +56,11 @@ impl<P: SyncPair, H: SyncHooks<P>> Dispatch<P> for Checkpointed<H> {
             .synced
             .filter(|_| settled)
             .and_then(|objects| ledger.fingerprint(&objects));
-        ledger.record(name, verified);
+        if matches!(reconciled.outcome, Outcome::Skipped(SkipReason::NothingToDo)) {
+            ledger.forget(name);
+        } else {
+            ledger.record(name, verified);
+        }
         (reconciled.outcome, reconciled.result)
     }
 
