@@ -465,12 +465,17 @@ mod tests {
         assert!(decode(&ConfigMap::default(), 7).is_err());
     }
 
-    #[test]
-    fn only_a_first_reconcile_is_restored_and_a_failure_unverifies() {
-        let ledger = Ledger::new(Checkpoint {
+    /// A ledger of scope 1 with nothing loaded yet.
+    fn new_ledger() -> Ledger {
+        Ledger::new(Checkpoint {
             namespace: "ns".into(),
             scope: 1,
-        });
+        })
+    }
+
+    #[test]
+    fn only_a_first_reconcile_is_restored_and_a_failure_unverifies() {
+        let ledger = new_ledger();
         ledger.state().restored = HashSet::from([10, 20]);
         assert!(ledger.restored("a", Some(10)));
         assert!(!ledger.restored("a", Some(10)), "only the first reconcile");
@@ -490,10 +495,7 @@ mod tests {
 
     #[test]
     fn a_name_whose_objects_are_gone_is_forgotten_and_a_new_pair_of_that_name_is_not_restored() {
-        let ledger = Ledger::new(Checkpoint {
-            namespace: "ns".into(),
-            scope: 1,
-        });
+        let ledger = new_ledger();
         ledger.state().restored = HashSet::from([10, 20]);
         assert!(ledger.restored("a", Some(10)));
         ledger.forget("a");
@@ -514,10 +516,7 @@ mod tests {
 
     #[test]
     fn a_save_keeps_what_still_holds_for_names_not_reconciled_and_skips_no_change() {
-        let ledger = Ledger::new(Checkpoint {
-            namespace: "ns".into(),
-            scope: 1,
-        });
+        let ledger = new_ledger();
         {
             let mut state = ledger.state();
             state.restored = HashSet::from([10, 20, 30]);
@@ -534,10 +533,7 @@ mod tests {
         let saved = ledger.to_save(["a", "b", "c"], current);
         assert_eq!(saved, Some(HashSet::from([11, 20])));
         // Nothing changed since the load: nothing to write.
-        let unchanged = Ledger::new(Checkpoint {
-            namespace: "ns".into(),
-            scope: 1,
-        });
+        let unchanged = new_ledger();
         {
             let mut state = unchanged.state();
             state.restored = HashSet::from([10]);
