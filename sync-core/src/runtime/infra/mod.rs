@@ -563,7 +563,8 @@ impl ControllerHandle {
         let old = state.controllers.get(self.id).and_then(|c| c.refs.get(capi_name));
         let unchanged = match (old, &new) {
             (Some(old), Some(new)) => old.is(new),
-            (old, new) => old.is_none() && new.is_none(),
+            (None, None) => true,
+            _ => false,
         };
         if unchanged {
             return;
