@@ -18,6 +18,7 @@
 //!   own object, never read back from the store.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
@@ -346,16 +347,16 @@ fn spec_only(fields: FieldsV1) -> Option<FieldsV1> {
         #[serde(borrow, rename = "f:spec")]
         spec: Option<&'a serde_json::value::RawValue>,
     }
-    let text = match fields.0 {
-        serde_json::Value::String(text) => text,
-        // Rare: a set that arrived as a tree (`Lenient` keeps sets as text).
-        tree => tree.to_string(),
-    };
-    let part = serde_json::from_str::<SpecPart<'_>>(&text).ok()?;
-    let spec = part.spec?.get();
-    Some(FieldsV1(serde_json::Value::String(format!(
-        "{{\"f:spec\":{spec}}}"
-    ))))
+    let spec_text =
+        |spec: &dyn fmt::Display| FieldsV1(serde_json::Value::String(format!("{{\"f:spec\":{spec}}}")));
+    match fields.0 {
+        serde_json::Value::String(text) => {
+            let part = serde_json::from_str::<SpecPart<'_>>(&text).ok()?;
+            Some(spec_text(&part.spec?.get()))
+        }
+        // Rare: a set that arrived as a tree (the caches' decoders keep sets as text).
+        tree => tree.get("f:spec").map(|spec| spec_text(spec)),
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta};
+use kube::api::{Api, DynamicObject, ObjectMeta};
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Reporter};
 
@@ -41,6 +41,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use mapping::names_to_reconcile;
+use object::InfraMetadata;
 pub use object::InfraObject;
 pub use resolve::{
     Resolution, ResolveError, choose_version, newest_contract_version, resolve, resolve_served,
@@ -814,11 +815,10 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
             watcher(api, config).default_backoff().boxed()
         }
         InfraCache::Metadata => {
-            let api: Api<PartialObjectMeta<DynamicObject>> =
-                Api::namespaced_with(client, &namespace, &resource);
+            let api: Api<InfraMetadata> = Api::namespaced_with(client, &namespace, &resource);
             watcher(api, config)
                 .default_backoff()
-                .map_ok(|event| map_event(event, |o| InfraObject::metadata_only(o.types, o.metadata)))
+                .map_ok(|event| map_event(event, |o| o.0))
                 .boxed()
         }
     }

@@ -68,11 +68,28 @@ impl InfraObject {
 /// top-level field kept as its JSON text.
 impl<'de> Deserialize<'de> for InfraObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(ObjectVisitor)
+        deserializer.deserialize_map(ObjectVisitor { whole: true })
     }
 }
 
-struct ObjectVisitor;
+/// An object decoded for a metadata cache ([`super::InfraCache::Metadata`]): `apiVersion`,
+/// `kind` and `metadata` as [`InfraObject`] decodes them (field sets as text), every other
+/// field skipped unread. kube's `PartialObjectMeta` would build each field set as a tree.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct InfraMetadata(pub(crate) InfraObject);
+
+impl<'de> Deserialize<'de> for InfraMetadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(ObjectVisitor { whole: false })
+            .map(Self)
+    }
+}
+
+/// Decodes an object's map; `whole`: keep the fields other than the metadata as text.
+struct ObjectVisitor {
+    whole: bool,
+}
 
 impl<'de> Visitor<'de> for ObjectVisitor {
     type Value = InfraObject;
@@ -83,7 +100,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<InfraObject, A::Error> {
         let (mut api_version, mut kind, mut metadata) = (None, None, None);
-        let mut body = String::from("{");
+        let mut body = self.whole.then(|| String::from("{"));
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "apiVersion" => api_version = map.next_value::<Option<String>>()?,
@@ -93,25 +110,32 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                     metadata =
                         Some(crate::runtime::field_sets::metadata(raw.get()).map_err(A::Error::custom)?);
                 }
-                _ => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    if body.len() > 1 {
-                        body.push(',');
+                _ => match body.as_mut() {
+                    Some(body) => {
+                        let raw: Box<RawValue> = map.next_value()?;
+                        if body.len() > 1 {
+                            body.push(',');
+                        }
+                        body.push_str(&serde_json::to_string(&key).map_err(A::Error::custom)?);
+                        body.push(':');
+                        body.push_str(raw.get());
                     }
-                    body.push_str(&serde_json::to_string(&key).map_err(A::Error::custom)?);
-                    body.push(':');
-                    body.push_str(raw.get());
-                }
+                    None => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                },
             }
         }
-        body.push('}');
         let types = api_version
             .zip(kind)
             .map(|(api_version, kind)| TypeMeta { api_version, kind });
         Ok(InfraObject {
             types,
             metadata: metadata.unwrap_or_default(),
-            body: Some(body.into_boxed_str()),
+            body: body.map(|mut body| {
+                body.push('}');
+                body.into_boxed_str()
+            }),
         })
     }
 }
@@ -198,6 +222,40 @@ impl Resource for InfraObject {
     }
 }
 
+/// The same resource as [`InfraObject`]: a watch of it reads the kind's objects.
+impl Resource for InfraMetadata {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        InfraObject::group(dt)
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        InfraObject::version(dt)
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        InfraObject::kind(dt)
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        InfraObject::api_version(dt)
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        InfraObject::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -229,6 +287,43 @@ mod tests {
         assert!(list.items[1].types.is_none());
         assert!(serde_json::from_str::<InfraObject>(r#"{"metadata": 5}"#).is_err());
         assert!(serde_json::from_str::<InfraObject>("[]").is_err());
+        Ok(())
+    }
+
+    /// A metadata watch's decoding: the same types and metadata as the whole object's
+    /// (field sets as text), and no body.
+    #[test]
+    fn a_metadata_decoding_keeps_the_whole_decodings_metadata_and_skips_the_rest()
+    -> Result<(), serde_json::Error> {
+        let value = json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+            "kind": "AWSMachine",
+            "metadata": {"name": "m-1", "namespace": "capi", "resourceVersion": "9",
+                "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:instanceType": {}}}}]},
+            "spec": {"instanceType": "m6i.xlarge"},
+            "status": {"ready": true},
+        });
+        let whole: InfraObject = serde_json::from_value(value.clone())?;
+        let InfraMetadata(metadata) = serde_json::from_str(&value.to_string())?;
+        assert!(!metadata.is_whole());
+        assert_eq!(metadata.types, whole.types);
+        assert_eq!(metadata.metadata, whole.metadata);
+        let sets: Vec<_> = metadata
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .map(|e| e.fields_v1.clone())
+            .collect();
+        let set = serde_json::Value::String(r#"{"f:spec":{"f:instanceType":{}}}"#.to_owned());
+        assert_eq!(
+            sets,
+            [Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+                set
+            ))]
+        );
+        assert!(serde_json::from_str::<InfraMetadata>(r#"{"metadata": 5}"#).is_err());
         Ok(())
     }
 
