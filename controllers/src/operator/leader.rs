@@ -215,10 +215,38 @@ impl LeaderElector {
 
     /// Gives the Lease up so that a standby takes over at once. `Ok(false)`: this replica
     /// was not the leader.
+    ///
+    /// A shutdown drops [`Self::hold`] wherever it is, so a renewal may have reached the
+    /// API server without its answer being read: the write then meets a 409 on the
+    /// resourceVersion of our previous write. The Lease is read again and released if it
+    /// is still ours.
     pub async fn release(&mut self) -> Result<bool, LeaseError> {
         if !self.is_leader() {
             return Ok(false);
         }
+        match self.clear_holder().await {
+            Err(error) if error.is_conflict() => {}
+            other => return other.map(|()| true),
+        }
+        let current = self
+            .api
+            .get_opt(&self.settings.name)
+            .await
+            .map_err(|e| self.error(e))?;
+        let ours = current
+            .as_ref()
+            .and_then(|lease| lease.spec.as_ref())
+            .and_then(|spec| spec.holder_identity.as_deref())
+            == Some(self.settings.identity.as_str());
+        if !ours {
+            return Ok(false);
+        }
+        self.lease = current;
+        self.clear_holder().await.map(|()| true)
+    }
+
+    /// Writes a record without a holder over the last Lease read or written.
+    async fn clear_holder(&mut self) -> Result<(), LeaseError> {
         let now = now();
         let record = LeaseSpec {
             holder_identity: None,
@@ -230,7 +258,7 @@ impl LeaderElector {
         };
         self.update(record).await?;
         tracing::info!(lease = %self.describe(), "released the leader lease");
-        Ok(true)
+        Ok(())
     }
 
     /// client-go's `tryAcquireOrRenew`: `Ok(true)` when this replica holds the Lease
@@ -473,6 +501,30 @@ mod tests {
         assert_eq!(record.holder_identity.as_deref(), Some("b"));
         assert_eq!(record.lease_transitions, Some(1));
         // Releasing a lease one does not hold does nothing.
+        assert!(!a.release().await?);
+        assert_eq!(lease(&env).await.holder_identity.as_deref(), Some("b"));
+        Ok(())
+    }
+
+    /// A renewal whose answer was never read (a shutdown dropped it) moved the Lease's
+    /// resourceVersion on: the release still clears the holder.
+    #[tokio::test]
+    async fn a_lease_renewed_behind_the_electors_back_is_still_released() -> Result<(), LeaseError> {
+        let env = env().await;
+        let mut a = LeaderElector::new(env.client(), settings("a", Duration::from_secs(30)));
+        assert!(a.try_acquire_or_renew().await?);
+        // The dropped renewal: the same record, written by `a`'s identity elsewhere.
+        let mut behind = LeaderElector::new(env.client(), settings("a", Duration::from_secs(30)));
+        assert!(behind.try_acquire_or_renew().await?);
+        assert!(a.release().await?);
+        assert_eq!(lease(&env).await.holder_identity, None);
+        // Released elsewhere and taken by `b` meanwhile: `a`'s release leaves it to `b`.
+        assert!(a.try_acquire_or_renew().await?);
+        let mut behind = LeaderElector::new(env.client(), settings("a", Duration::from_secs(30)));
+        assert!(behind.try_acquire_or_renew().await?);
+        assert!(behind.release().await?);
+        let mut b = LeaderElector::new(env.client(), settings("b", Duration::from_secs(30)));
+        assert!(b.try_acquire_or_renew().await?);
         assert!(!a.release().await?);
         assert_eq!(lease(&env).await.holder_identity.as_deref(), Some("b"));
         Ok(())
