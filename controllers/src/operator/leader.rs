@@ -13,7 +13,8 @@
 //!   holder, leadership is lost.
 //! * **Release**: on shutdown the leader clears `holderIdentity` (again with a
 //!   resourceVersion precondition), so a standby takes over at its next attempt instead
-//!   of waiting for the lease to expire.
+//!   of waiting for the lease to expire. On a 409 (a renewal the shutdown cut off was
+//!   written after all) it reads the Lease again and clears it if it still holds it.
 //!
 //! The crates on crates.io were not used: `kube-lease-manager` (the one supporting kube 5)
 //! acquires through server-side apply and breaks an expired lease with an unconditional
