@@ -1,0 +1,144 @@
+//! Decoding objects with their managed field sets kept as JSON text.
+//!
+//! `metadata.managedFields[].fieldsV1` is a tree of many tiny maps, about 40 % of a cached
+//! mirror's JSON. Decoded as `serde_json::Value` it costs a B-tree node per map, and the
+//! caches keep it as text anyway (`reflect`): a list of 10,000 objects spent more time
+//! building and printing those trees than decoding the objects. Here each set's text is
+//! captured as it is while the rest decodes plainly, in the same pass ([`text`]);
+//! `toolkit::owned` parses a set only when an apply is compared.
+
+mod text;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::DeserializeOwned;
+
+use text::SetsAsText;
+
+/// `text` decoded as `K`, its field sets as their JSON text (`Value::String`).
+pub fn object<K: DeserializeOwned>(text: &str) -> Result<K, serde_json::Error> {
+    let mut decoder = serde_json::Deserializer::from_str(text);
+    let object = K::deserialize(SetsAsText(&mut decoder))?;
+    decoder.end()?;
+    Ok(object)
+}
+
+/// A `metadata` object's `text` decoded, its field sets as their JSON text.
+pub fn metadata(text: &str) -> Result<ObjectMeta, serde_json::Error> {
+    object(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn with_sets() -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": "a", "namespace": "ns",
+                "labels": {"managedFields": "a label of that name"},
+                "managedFields": [
+                    {"manager": "me", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                     "time": "2026-12-01T00:00:00Z",
+                     "fieldsV1": {"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {".": {}}}}},
+                    {"manager": "kubectl", "operation": "Update", "subresource": "status",
+                     "fieldsV1": {"f:status": {}}}
+                ]
+            },
+            "data": {"k": "v"}
+        })
+    }
+
+    #[test]
+    fn an_object_decodes_as_usual_but_its_field_sets_as_text() -> Result<(), serde_json::Error> {
+        let value = with_sets();
+        let text = serde_json::to_string(&value)?;
+        let decoded: ConfigMap = object(&text)?;
+        let mut plain: ConfigMap = serde_json::from_value(value)?;
+        for entry in plain.metadata.managed_fields.iter_mut().flatten() {
+            if let Some(fields) = entry.fields_v1.as_mut() {
+                fields.0 = Value::String(fields.0.to_string());
+            }
+        }
+        assert_eq!(decoded, plain);
+        let sets: Vec<_> = decoded
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|e| e.fields_v1.as_ref())
+            .collect();
+        assert_eq!(
+            sets[0].0,
+            Value::String(r#"{"f:data":{"f:k":{}},"f:metadata":{"f:labels":{".":{}}}}"#.into())
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn metadata_decodes_the_same_way() -> Result<(), serde_json::Error> {
+        let value = with_sets();
+        let text = serde_json::to_string(&value["metadata"])?;
+        let decoded = metadata(&text)?;
+        let expected: ConfigMap = object(&serde_json::to_string(&value)?)?;
+        assert_eq!(decoded, expected.metadata);
+        Ok(())
+    }
+
+    #[test]
+    fn objects_without_field_sets_and_bad_input() -> Result<(), serde_json::Error> {
+        let plain: ConfigMap = object(r#"{"metadata":{"name":"a","managedFields":null},"data":{"k":"v"}}"#)?;
+        assert_eq!(plain.metadata.managed_fields, None);
+        let bare: ConfigMap = object(r#"{"data":{"k":"v"}}"#)?;
+        assert_eq!(bare.metadata.name, None);
+        assert!(object::<ConfigMap>(r#"{"metadata":{"managedFields":[{"manager":5}]}}"#).is_err());
+        assert!(object::<ConfigMap>(r#"{"metadata":{"managedFields":{}}}"#).is_err());
+        assert!(object::<ConfigMap>("[").is_err());
+        assert!(
+            object::<ConfigMap>(r#"{"data":{}} {"#).is_err(),
+            "text after the object"
+        );
+        assert!(object::<ConfigMap>(r#"{"metadata":{"managedFields":[{"fieldsV1":{"f:a":}}]}}"#).is_err());
+        Ok(())
+    }
+
+    /// A set that the caches wrote as a string decodes to its content, not to a quoted
+    /// string; decoding again what was printed gives the same object.
+    #[test]
+    fn a_set_kept_as_text_reads_back_as_the_same_text() -> Result<(), serde_json::Error> {
+        let decoded: ConfigMap = object(&serde_json::to_string(&with_sets())?)?;
+        let printed = serde_json::to_string(&decoded)?;
+        assert!(printed.contains(r#""fieldsV1":"{\"f:status\":{}}""#), "{printed}");
+        assert_eq!(object::<ConfigMap>(&printed)?, decoded);
+        Ok(())
+    }
+
+    /// Everything but the sets decodes exactly as a plain decoding has it, through every
+    /// shape a kind uses: a flattened status block, an object kept as text, options, lists
+    /// and maps.
+    #[test]
+    fn a_machine_decodes_as_a_plain_decoding_does() -> Result<(), serde_json::Error> {
+        use crate::api::mapi;
+        let mut value = json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "spec": {"providerSpec": {"value": {"kind": "AWSMachineProviderConfig", "tags": [{"name": "a", "value": "b"}]}},
+                     "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"phase": "Running", "authoritativeAPI": "ClusterAPI", "synchronizedGeneration": 3,
+                       "providerStatus": {"instanceId": "i-1"},
+                       "conditions": [{"type": "Synchronized", "status": "True", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+        });
+        value["metadata"] = with_sets()["metadata"].clone();
+        let decoded: mapi::Machine = object(&serde_json::to_string(&value)?)?;
+        let mut plain: mapi::Machine = serde_json::from_value(value)?;
+        for entry in plain.metadata.managed_fields.iter_mut().flatten() {
+            if let Some(fields) = entry.fields_v1.as_mut() {
+                fields.0 = Value::String(fields.0.to_string());
+            }
+        }
+        assert_eq!(decoded, plain);
+        Ok(())
+    }
+}
