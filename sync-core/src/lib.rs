@@ -2,7 +2,7 @@
 //!
 //! * [`api`] and [`SyncPair`]: the Kubernetes types and what a declaration says;
 //! * `runtime`: the machinery any controller needs, knowing pairs but not hooks: the
-//!   caches ([`store`]) and the watches that fill them, the work queue, the
+//!   caches ([`store`]) and the watches that fill them from objects read [`lenient`]ly, the work queue, the
 //!   infrastructure watches ([`infra`]), Events ([`events`]);
 //! * [`hooks`]: what a hook writer uses: the hooks, what they are given
 //!   ([`SyncContext`]) and return, the decision table, migration, the [`toolkit`];
@@ -20,7 +20,7 @@ pub mod testing;
 
 pub use engine::{Readiness, SyncConfig, SyncController, checkpoint, observe};
 pub use hooks::{context, decision, migration, toolkit};
-pub use runtime::{events, infra, store};
+pub use runtime::{events, infra, lenient, store};
 
 pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};

@@ -6,7 +6,7 @@ pub mod events;
 pub(crate) mod field_sets;
 pub(crate) mod index;
 pub mod infra;
-pub(crate) mod lenient;
+pub mod lenient;
 pub(crate) mod queue;
 pub(crate) mod reflect;
 pub mod store;
