@@ -561,7 +561,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
     if let [m, h] = memory.as_slice() {
         figures.push(
             Figure::lower(
-                format!("memory: VmRSS with {pairs} pairs reconciled"),
+                format!("memory: VmRSS 5 s after {pairs} pairs were reconciled"),
                 "MiB",
                 mib(m.rss_kib),
                 Some(mib(h.rss_kib)),
@@ -863,7 +863,7 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         ),
         Figure::lower(
             format!(
-                "real sync resident memory over {} synchronized pairs and their infrastructure objects (own process, VmRSS once quiet)",
+                "real sync resident memory over {} synchronized pairs and their infrastructure objects (own process, VmRSS 5 s after quiet)",
                 fleet.machines + fleet.machine_sets
             ),
             "MiB",

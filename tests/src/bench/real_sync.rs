@@ -550,7 +550,7 @@ pub struct RealOutcome {
     /// What a restart cannot go below on this server: [`list_floor`].
     pub restart_list_floor_ms: f64,
     /// The real sync's resident memory over the synchronized fleet, in a process of its
-    /// own, once quiet.
+    /// own, 5 s after quiet.
     pub memory: Option<super::memory::Memory>,
     /// The same for the operator's pairs: the sync controllers and, on their caches, the
     /// migration controllers.
