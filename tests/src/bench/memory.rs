@@ -138,7 +138,6 @@ pub async fn measure_mode(
 /// process keeps.
 const SETTLE: Duration = Duration::from_secs(5);
 
-
 /// The child mode: `--child <implementation> <kubeconfig> <machines> <machine sets>
 /// [<platform>]` (default AWS). Runs the implementation until every name is reconciled,
 /// prints `reconciled <ms>`, then runs on until stdin closes. The real sync ([`REAL`], [`REAL_OPERATOR`]) runs until quiet
