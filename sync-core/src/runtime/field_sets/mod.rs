@@ -141,4 +141,47 @@ mod tests {
         assert_eq!(decoded, plain);
         Ok(())
     }
+
+    /// The adapter reaches a set through every shape serde has: enum variants of each
+    /// kind, tuples, boxes and options.
+    #[test]
+    fn a_set_is_text_wherever_it_is() -> Result<(), serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        enum Shape {
+            Newtype(ObjectMeta),
+            Tuple(u8, ObjectMeta),
+            Struct { meta: ObjectMeta },
+            Unit,
+        }
+        #[derive(serde::Deserialize)]
+        struct Holder {
+            shapes: Vec<Shape>,
+            pair: (ObjectMeta, bool),
+            boxed: Option<Box<ObjectMeta>>,
+        }
+        let meta = r#"{"managedFields":[{"manager":"m","fieldsV1":{"f:a":{}}}]}"#;
+        let text = format!(
+            r#"{{"shapes":[{{"Newtype":{meta}}},{{"Tuple":[1,{meta}]}},{{"Struct":{{"meta":{meta}}}}},"Unit"],
+                "pair":[{meta},true],"boxed":{meta}}}"#
+        );
+        let holder: Holder = object(&text)?;
+        let mut metas = Vec::new();
+        for shape in &holder.shapes {
+            match shape {
+                Shape::Newtype(meta) | Shape::Tuple(1, meta) | Shape::Struct { meta } => metas.push(meta),
+                Shape::Tuple(..) | Shape::Unit => {}
+            }
+        }
+        assert!(matches!(holder.shapes.last(), Some(Shape::Unit)));
+        assert!(holder.pair.1);
+        metas.push(&holder.pair.0);
+        metas.extend(holder.boxed.as_deref());
+        let sets: Vec<_> = metas
+            .iter()
+            .flat_map(|meta| meta.managed_fields.iter().flatten())
+            .map(|entry| entry.fields_v1.as_ref().map(|set| set.0.clone()))
+            .collect();
+        assert_eq!(sets, vec![Some(Value::String(r#"{"f:a":{}}"#.into())); 5]);
+        Ok(())
+    }
 }
