@@ -9,27 +9,43 @@
 
 mod text;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::de::DeserializeOwned;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 
 use text::SetsAsText;
 
 /// `text` decoded as `K`, its field sets as their JSON text (`Value::String`).
 pub fn object<K: DeserializeOwned>(text: &str) -> Result<K, serde_json::Error> {
     let mut decoder = serde_json::Deserializer::from_str(text);
-    let object = K::deserialize(SetsAsText(&mut decoder))?;
+    let object = SetsAsTextSeed::<K>::default().deserialize(&mut decoder)?;
     decoder.end()?;
     Ok(object)
 }
 
-/// A `metadata` object's `text` decoded, its field sets as their JSON text.
-pub fn metadata(text: &str) -> Result<ObjectMeta, serde_json::Error> {
-    object(text)
+/// Decodes a `K` in the middle of a JSON document (a map's value, `next_value_seed`) the
+/// way [`object`] decodes a whole one, in the same pass as the document.
+pub struct SetsAsTextSeed<K>(PhantomData<K>);
+
+impl<K> Default for SetsAsTextSeed<K> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<'de, K: Deserialize<'de>> DeserializeSeed<'de> for SetsAsTextSeed<K> {
+    type Value = K;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K, D::Error> {
+        K::deserialize(SetsAsText(deserializer))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use serde_json::{Value, json};
 
     use super::*;
@@ -52,17 +68,22 @@ mod tests {
         })
     }
 
+    /// `meta`'s field sets printed as text, as the decoding keeps them.
+    fn sets_printed(meta: &mut ObjectMeta) {
+        for entry in meta.managed_fields.iter_mut().flatten() {
+            if let Some(fields) = entry.fields_v1.as_mut() {
+                fields.0 = Value::String(fields.0.to_string());
+            }
+        }
+    }
+
     #[test]
     fn an_object_decodes_as_usual_but_its_field_sets_as_text() -> Result<(), serde_json::Error> {
         let value = with_sets();
         let text = serde_json::to_string(&value)?;
         let decoded: ConfigMap = object(&text)?;
         let mut plain: ConfigMap = serde_json::from_value(value)?;
-        for entry in plain.metadata.managed_fields.iter_mut().flatten() {
-            if let Some(fields) = entry.fields_v1.as_mut() {
-                fields.0 = Value::String(fields.0.to_string());
-            }
-        }
+        sets_printed(&mut plain.metadata);
         assert_eq!(decoded, plain);
         let sets: Vec<_> = decoded
             .metadata
@@ -82,7 +103,7 @@ mod tests {
     fn metadata_decodes_the_same_way() -> Result<(), serde_json::Error> {
         let value = with_sets();
         let text = serde_json::to_string(&value["metadata"])?;
-        let decoded = metadata(&text)?;
+        let decoded: ObjectMeta = object(&text)?;
         let expected: ConfigMap = object(&serde_json::to_string(&value)?)?;
         assert_eq!(decoded, expected.metadata);
         Ok(())
@@ -133,11 +154,7 @@ mod tests {
         value["metadata"] = with_sets()["metadata"].clone();
         let decoded: mapi::Machine = object(&serde_json::to_string(&value)?)?;
         let mut plain: mapi::Machine = serde_json::from_value(value)?;
-        for entry in plain.metadata.managed_fields.iter_mut().flatten() {
-            if let Some(fields) = entry.fields_v1.as_mut() {
-                fields.0 = Value::String(fields.0.to_string());
-            }
-        }
+        sets_printed(&mut plain.metadata);
         assert_eq!(decoded, plain);
         Ok(())
     }

@@ -7,7 +7,8 @@
 //! few its entries: an AWSMachine took ~17 KB of heap that way against ~2 KB as text. A
 //! hook reads its pair's object once or twice per reconcile; decoding it then costs a few
 //! microseconds. The text is cut from the API server's JSON as it arrives (never built
-//! as a tree first), and so are the metadata's field sets (`field_sets`).
+//! as a tree first), and the metadata's field sets are kept as text in the same pass
+//! (`field_sets`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -19,6 +20,8 @@ use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 use serde::ser::{Error as _, SerializeMap};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
+
+use crate::runtime::field_sets::SetsAsTextSeed;
 
 /// A cached infrastructure object: metadata, and the rest of the object as JSON text
 /// (none when only metadata is cached, [`super::InfraCache::Metadata`]).
@@ -106,9 +109,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 "apiVersion" => api_version = map.next_value::<Option<String>>()?,
                 "kind" => kind = map.next_value::<Option<String>>()?,
                 "metadata" => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    metadata =
-                        Some(crate::runtime::field_sets::metadata(raw.get()).map_err(A::Error::custom)?);
+                    metadata = Some(map.next_value_seed(SetsAsTextSeed::<ObjectMeta>::default())?);
                 }
                 _ => match body.as_mut() {
                     Some(body) => {
