@@ -103,13 +103,12 @@ impl<P: SyncPair> Caches<P> {
         self.capi.get(&ObjectRef::new(name).within(&namespaces.capi))
     }
 
-    /// Whether the MAPI owner mirror `name` exists in the MAPI namespace.
+    /// Whether the MAPI owner mirror `name` exists in the MAPI namespace (looked up, not
+    /// decoded: only its presence matters).
     pub fn owner_mirrored(&self, namespaces: &Namespaces, name: &str) -> bool {
-        self.owner_mirrors.as_ref().is_some_and(|store| {
-            store
-                .get(&ObjectRef::new(name).within(&namespaces.mapi))
-                .is_some()
-        })
+        self.owner_mirrors
+            .as_ref()
+            .is_some_and(|store| store.contains(Some(&namespaces.mapi), name))
     }
 }
 

@@ -188,6 +188,14 @@ impl<K> Store<K> {
         let _ = ready.wait_for(|ready| *ready).await;
     }
 
+    /// Whether the store holds the object `name` in `namespace` (`None`: cluster-scoped),
+    /// without decoding it.
+    pub fn contains(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.read()
+            .get(namespace.unwrap_or_default())
+            .is_some_and(|by_name| by_name.contains_key(name))
+    }
+
     /// The resourceVersion of the object `name` in `namespace` (`None`: cluster-scoped),
     /// without decoding it.
     pub fn resource_version(&self, namespace: Option<&str>, name: &str) -> Option<String> {
@@ -434,6 +442,9 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::Apply(configmap("b", "2", "second")));
         assert_eq!(store.get(&key("a")).as_deref(), Some(&a));
         assert_eq!(store.get(&ObjectRef::new("a").within("other")), None);
+        assert!(store.contains(Some("ns"), "a"));
+        assert!(!store.contains(Some("other"), "a"));
+        assert!(!store.contains(Some("ns"), "c"));
         assert_eq!(store.len(), 2);
         let changed = configmap("a", "3", "changed");
         writer.apply_watcher_event(&watcher::Event::Apply(changed.clone()));
