@@ -3,7 +3,7 @@
 //! the two sync controllers, or the operator's whole list ([`Wiring::Operator`]: each
 //! sync controller and its migration controller on the same caches).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,80 +28,67 @@ use crate::real::TestPlatform;
 pub const CONCURRENCY: usize = 4;
 /// How long without a write or a reconcile counts as quiet.
 pub const QUIET: Duration = Duration::from_secs(1);
-/// One reconcile, when it finished.
-#[derive(Clone, Debug)]
-pub struct Timed {
-    /// The controller's name.
-    pub controller: &'static str,
-    /// When it finished.
-    pub at: Instant,
-    /// Whether a hook ran (not a skip).
-    pub hook: bool,
+/// What an [`Observer`] has seen so far: running totals, so that the process whose
+/// memory the bench reads holds nothing per reconcile.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    /// Reconciles, and of those the ones where a hook ran (not a skip).
+    reconciles: usize,
+    hook_calls: usize,
+    /// When the last reconcile finished.
+    last: Option<Instant>,
+    /// When each controller's first reconcile finished.
+    first: HashMap<&'static str, Instant>,
+    /// The names whose last reconcile failed (the sync retries them with backoff, up to
+    /// 5 minutes apart).
+    failing: HashSet<(&'static str, String)>,
 }
 
-/// An [`Observer`] that keeps the time of every reconcile, and the names whose last
-/// reconcile failed (the sync retries them with backoff, up to 5 minutes apart).
+/// An [`Observer`] that counts reconciles and hook calls, and keeps when the first and
+/// the last finished and which names are failing.
 #[derive(Clone, Default)]
-pub struct TimedObserver(
-    Arc<Mutex<Vec<Timed>>>,
-    Arc<Mutex<HashSet<(&'static str, String)>>>,
-);
+pub struct TimedObserver(Arc<Mutex<Seen>>);
 
 impl Observer for TimedObserver {
     fn reconciled(&self, controller: &'static str, name: &str, outcome: &Outcome, _: Duration) {
-        let hook = !matches!(outcome, Outcome::Skipped(_));
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Timed {
-                controller,
-                at: Instant::now(),
-                hook,
-            });
-        let mut failing = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let mut seen = self.seen();
+        seen.reconciles += 1;
+        seen.hook_calls += usize::from(!matches!(outcome, Outcome::Skipped(_)));
+        seen.last = Some(now);
+        seen.first.entry(controller).or_insert(now);
         if outcome.result() == "error" {
-            failing.insert((controller, name.to_owned()));
-        } else {
-            failing.remove(&(controller, name.to_owned()));
+            seen.failing.insert((controller, name.to_owned()));
+        } else if !seen.failing.is_empty() {
+            seen.failing.remove(&(controller, name.to_owned()));
         }
     }
 }
 
 impl TimedObserver {
-    /// Every reconcile so far.
-    pub fn all(&self) -> Vec<Timed> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// (reconciles, hook calls) so far.
     pub fn counts(&self) -> (usize, usize) {
-        let all = self.all();
-        (all.len(), all.iter().filter(|t| t.hook).count())
+        let seen = self.seen();
+        (seen.reconciles, seen.hook_calls)
     }
 
     /// When `controller`'s first reconcile finished.
     pub fn first_of(&self, controller: &str) -> Option<Instant> {
-        self.all()
-            .iter()
-            .filter(|t| t.controller == controller)
-            .map(|t| t.at)
-            .min()
+        self.seen().first.get(controller).copied()
     }
 
     /// How many names' last reconcile failed: each waits for its retry.
     pub fn failing(&self) -> usize {
-        self.1
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        self.seen().failing.len()
     }
 
     /// When the last reconcile finished.
     pub fn last(&self) -> Option<Instant> {
-        self.all().iter().map(|t| t.at).max()
+        self.seen().last
     }
 }
 

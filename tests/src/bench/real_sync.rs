@@ -30,7 +30,7 @@ use sync_core::MapiObject;
 use sync_core::api::mapi;
 
 use super::fill::{self, Fleet};
-pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, Timed, TimedObserver};
+pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, TimedObserver};
 use super::requests::{Requests, Snapshot, counted_client};
 use super::{BenchError, ms};
 use crate::real::{AWS, CLUSTER_NAME, OPENSTACK, REGION, Size, TestPlatform};
