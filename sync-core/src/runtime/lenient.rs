@@ -11,9 +11,10 @@ use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use serde::de::{DeserializeOwned, Deserializer};
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, Error as _, MapAccess, Unexpected, Visitor,
+};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::value::RawValue;
 
 /// An object of type `K`, or the metadata of one that does not decode as `K`.
 #[derive(Clone, Debug)]
@@ -41,6 +42,79 @@ impl fmt::Display for Malformed {
     }
 }
 
+/// serde_json's name for a raw value: asked for a newtype struct of this name, its
+/// deserializers hand over the value's JSON text rather than decoding it (the protocol of
+/// `serde_json::value::RawValue`, whose own decoding accepts nothing else).
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
+/// An object's JSON text, from any deserializer. serde_json's hands over the text it read
+/// (borrowed from the input where it can). One that buffered the object first hands over
+/// its content, printed back: serde does that to a watch event whose `object` comes
+/// before its `type` (JSON keys have no order; kube-apiserver happens to send `type`
+/// first).
+struct ObjectText<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for ObjectText<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_newtype_struct(RAW_VALUE, ObjectTextVisitor)
+    }
+}
+
+struct ObjectTextVisitor;
+
+impl<'de> Visitor<'de> for ObjectTextVisitor {
+    type Value = ObjectText<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    /// serde_json's raw value: one entry, the protocol's name, then the text.
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        match map.next_key_seed(TextSeed)? {
+            Some(key) if key == RAW_VALUE => Ok(ObjectText(map.next_value_seed(TextSeed)?)),
+            _ => Err(A::Error::invalid_type(Unexpected::Map, &self)),
+        }
+    }
+
+    /// Any other deserializer: the value decoded as a tree and printed.
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(ObjectText(Cow::Owned(value.to_string())))
+    }
+}
+
+/// A string, borrowed from the input when the deserializer allows it.
+struct TextSeed;
+
+impl<'de> DeserializeSeed<'de> for TextSeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextSeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JSON text")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(text))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(text.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(text))
+    }
+}
+
 #[derive(Deserialize)]
 struct MetadataOnly {
     #[serde(default)]
@@ -49,18 +123,18 @@ struct MetadataOnly {
 
 impl<'de, K: DeserializeOwned + Resource> Deserialize<'de> for Lenient<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let text = ObjectText::deserialize(deserializer)?.0;
         // The common case decodes once, plainly but for the field sets (kept as their text,
         // as the caches keep them); only a failure is decoded again to name the field at
         // fault.
-        if let Ok(object) = crate::runtime::field_sets::object::<K>(raw.get()) {
+        if let Ok(object) = crate::runtime::field_sets::object::<K>(&text) {
             return Ok(Self::Valid(object));
         }
-        let mut decoder = serde_json::Deserializer::from_str(raw.get());
+        let mut decoder = serde_json::Deserializer::from_str(&text);
         match serde_path_to_error::deserialize::<_, K>(&mut decoder) {
             Ok(object) => Ok(Self::Valid(object)),
             Err(error) => {
-                let metadata = serde_json::from_str::<MetadataOnly>(raw.get())
+                let metadata = serde_json::from_str::<MetadataOnly>(&text)
                     .map_err(serde::de::Error::custom)?
                     .metadata;
                 let path = error.path().to_string();
@@ -150,5 +224,42 @@ mod tests {
         let event: WatchEvent<Lenient<capi::Machine>> =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(event, WatchEvent::Modified(Lenient::Malformed(_))));
+    }
+
+    #[test]
+    fn a_watch_event_decodes_whichever_key_comes_first() {
+        let object = r#"{"metadata":{"name":"a","namespace":"c"},"spec":{"clusterName":"x","bootstrap":{},"infrastructureRef":{"apiGroup":"g","kind":"K","name":"n"}}}"#;
+        for line in [
+            format!(r#"{{"type":"MODIFIED","object":{object}}}"#),
+            format!(r#"{{"object":{object},"type":"MODIFIED"}}"#),
+        ] {
+            let event: WatchEvent<Lenient<capi::Machine>> =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let WatchEvent::Modified(Lenient::Valid(machine)) = event else {
+                panic!("{line}: {event:?}")
+            };
+            assert_eq!(machine.metadata.name.as_deref(), Some("a"));
+            assert_eq!(machine.spec.cluster_name, "x");
+        }
+        let malformed = r#"{"object":{"metadata":{"name":"bad","namespace":"c"},"spec":[]},"type":"ADDED"}"#;
+        let event: WatchEvent<Lenient<capi::Machine>> =
+            serde_json::from_str(malformed).unwrap_or_else(|e| panic!("{e}"));
+        let WatchEvent::Added(Lenient::Malformed(bad)) = event else {
+            panic!("{event:?}")
+        };
+        assert_eq!(bad.metadata.name.as_deref(), Some("bad"));
+        assert!(bad.error.starts_with("spec: invalid length 0"), "{}", bad.error);
+    }
+
+    #[test]
+    fn the_text_is_borrowed_from_a_json_input_and_printed_from_anything_else() -> Result<(), serde_json::Error>
+    {
+        let json = r#"{"b": [1, 2.5], "a": "x"}"#;
+        let text = ObjectText::deserialize(&mut serde_json::Deserializer::from_str(json))?;
+        assert!(matches!(text.0, Cow::Borrowed(t) if t == json), "{:?}", text.0);
+        let value: serde_json::Value = serde_json::from_str(json)?;
+        let text = ObjectText::deserialize(value.clone())?;
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text.0)?, value);
+        Ok(())
     }
 }
