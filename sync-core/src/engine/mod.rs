@@ -43,7 +43,7 @@ use crate::pair::{CapiOnly, SyncPair};
 use crate::runtime::events::Recorder;
 use crate::runtime::infra::{ControllerHandle, InfraRegistration, InfraTracker};
 use crate::runtime::queue::{Backoff, WorkQueue};
-use crate::runtime::store::Writer;
+use crate::runtime::store::{Encoding, Writer};
 
 /// How a controller runs.
 #[derive(Clone, Debug)]
@@ -116,11 +116,14 @@ enum Source<P: SyncPair> {
 impl<P: SyncPair> SyncController<P> {
     /// A controller that talks to the API server through `client`, named after its pair.
     pub fn new(client: Client, config: SyncConfig) -> Self {
-        let (mapi_writer, capi_writer) = (Writer::<P::Mapi>::default(), Writer::<P::Capi>::default());
+        let (mapi_writer, capi_writer) = (
+            Writer::<P::Mapi>::new(Encoding::MessagePack),
+            Writer::<P::Capi>::new(Encoding::MessagePack),
+        );
         let (mapi, capi) = (mapi_writer.as_reader(), capi_writer.as_reader());
         let (owner_mirrors, owner_writer) = match P::CAPI_ONLY {
             CapiOnly::MirrorIfOwnerMirrored => {
-                let writer = Writer::<P::OwnerMirror>::default();
+                let writer = Writer::<P::OwnerMirror>::new(Encoding::MessagePack);
                 (Some(writer.as_reader()), Some(writer))
             }
             CapiOnly::Ignore => (None, None),
