@@ -58,10 +58,16 @@ impl fmt::Debug for RawObject {
     }
 }
 
+/// In a human-readable format (JSON, YAML) the object; in a binary one (the caches'
+/// MessagePack, `runtime::store`) its compact JSON text as one string, which is copied
+/// rather than parsed and printed again on every cache write and read.
 impl Serialize for RawObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !serializer.is_human_readable() {
+            return serializer.serialize_str(&self.0);
+        }
         // Streamed from the text, so that any serializer (JSON, YAML) writes an object,
-        // without building a tree first (the caches serialize every object they keep).
+        // without building a tree first.
         let mut text = serde_json::Deserializer::from_str(&self.0);
         serde_transcode::Transcoder::new(&mut text).serialize(serializer)
     }
@@ -69,9 +75,20 @@ impl Serialize for RawObject {
 
 /// Streamed into compact JSON text, in the input's order (an API server sends object
 /// keys sorted, as a `Value` would print them), without building a tree first: every
-/// list and every cache read decodes a Machine's providerSpec.
+/// list decodes a Machine's providerSpec. From a binary format, the text `serialize`
+/// wrote there.
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if !deserializer.is_human_readable() {
+            // What `serialize` wrote in a binary format: the compact text itself.
+            let text = String::deserialize(deserializer)?;
+            if !text.starts_with('{') {
+                return Err(D::Error::custom(format!(
+                    "expected a JSON object's text, got {text}"
+                )));
+            }
+            return Ok(Self(text.into_boxed_str()));
+        }
         let mut text = Vec::with_capacity(1024);
         serde_transcode::transcode(deserializer, &mut serde_json::Serializer::new(&mut text))
             .map_err(D::Error::custom)?;
@@ -140,5 +157,18 @@ mod tests {
         assert!(serde_json::from_str::<RawObject>("[1]").is_err());
         assert!(serde_json::from_str::<RawObject>("\"x\"").is_err());
         assert!(serde_json::from_value::<RawObject>(serde_json::json!({"a": 1})).is_ok());
+    }
+
+    #[test]
+    fn a_binary_format_carries_the_text_and_reads_it_back() -> Result<(), Box<dyn std::error::Error>> {
+        let raw: RawObject = serde_json::from_str(r#"{"b":[1,2.5],"a":{"c":"<&>"}}"#)?;
+        let packed = rmp_serde::to_vec_named(&raw)?;
+        assert_eq!(rmp_serde::from_slice::<String>(&packed)?, raw.as_str());
+        assert_eq!(rmp_serde::from_slice::<RawObject>(&packed)?, raw);
+        let not_an_object = rmp_serde::to_vec_named("[1]")?;
+        assert!(rmp_serde::from_slice::<RawObject>(&not_an_object).is_err());
+        // Human-readable formats still get the object.
+        assert_eq!(serde_json::to_string(&raw)?, raw.as_str());
+        Ok(())
     }
 }

@@ -51,7 +51,7 @@ use crate::api::{GroupKind, InfraRef, MalformedRef};
 use crate::pair::SyncPair;
 use crate::runtime::queue::Backoff;
 use crate::runtime::reflect::{Listed, Touched, map_event, reflect};
-use crate::runtime::store::{Store, Writer};
+use crate::runtime::store::{Encoding, Store, Writer};
 
 /// What the infrastructure caches keep of each object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -388,11 +388,8 @@ impl InfraTracker {
         let Some(store) = self.listed_store(group_kind) else {
             return Lookup::Unknown;
         };
+        // The cache's MessagePack keeps a metadata-only object's missing body missing.
         match store.get_named(Some(&self.inner.config.namespace), name) {
-            // A metadata-only object reads back with an empty body from the cache's JSON.
-            Some(object) if self.inner.config.cache == InfraCache::Metadata => Lookup::Cached(Arc::new(
-                InfraObject::metadata_only(object.types.clone(), object.metadata.clone()),
-            )),
             Some(object) => Lookup::Cached(object),
             None => Lookup::Absent,
         }
@@ -801,7 +798,7 @@ async fn run_watch(inner: Weak<Inner>, group_kind: GroupKind, hint: Option<Strin
     };
     let Some(strong) = inner.upgrade() else { return };
     let (client, namespace) = (strong.client.clone(), strong.config.namespace.clone());
-    let writer = Writer::default();
+    let writer = Writer::new(Encoding::MessagePack);
     let listed = Listed::default();
     strong.watching(&group_kind, &resolution, writer.as_reader(), listed.clone());
     let resource = resolution.chosen;

@@ -68,11 +68,34 @@ impl InfraObject {
 }
 
 /// Decodes a whole object: `apiVersion`, `kind` and `metadata` decoded, every other
-/// top-level field kept as its JSON text.
+/// top-level field kept as its JSON text. From a binary format, what `serialize` wrote
+/// there ([`Binary`]).
 impl<'de> Deserialize<'de> for InfraObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if !deserializer.is_human_readable() {
+            let Binary {
+                types,
+                metadata,
+                body,
+            } = Binary::deserialize(deserializer)?;
+            return Ok(Self {
+                types,
+                metadata,
+                body,
+            });
+        }
         deserializer.deserialize_map(ObjectVisitor { whole: true })
     }
+}
+
+/// An object's form in a binary format (the caches' MessagePack, `runtime::store`): its
+/// parts as they are held, the body as one string, so that a cache write and read copy
+/// the body rather than split it into fields and join them again.
+#[derive(Deserialize, Serialize)]
+struct Binary<T, M, B> {
+    types: T,
+    metadata: M,
+    body: B,
 }
 
 /// An object decoded for a metadata cache ([`super::InfraCache::Metadata`]): `apiVersion`,
@@ -141,11 +164,19 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
-/// The object as the API server sends it (for a client that writes one back, and for
-/// the caches, which keep it as JSON: `crate::runtime::store`). The body's fields are written as
-/// their text, never decoded.
+/// The object as the API server sends it, for a client that writes one back; the body's
+/// fields are written as their text, never decoded. In a binary format (the caches',
+/// `crate::runtime::store`), its [`Binary`] form.
 impl Serialize for InfraObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !serializer.is_human_readable() {
+            let binary = Binary {
+                types: &self.types,
+                metadata: &self.metadata,
+                body: self.body.as_deref(),
+            };
+            return binary.serialize(serializer);
+        }
         let body: Vec<(String, &RawValue)> = match self.body.as_deref() {
             Some(body) => {
                 serde_json::from_str::<BodyFields<'_>>(body)
