@@ -8,8 +8,10 @@
 //!
 //! Rows: the caches' lenient decoding (`Lenient`: each object captured on its own, its
 //! field sets kept as text), and, for reference, the plain typed decoding a hand-written
-//! kube-runtime controller does (its field sets built as `serde_json::Value` trees). Each
-//! figure is the median of 7 rounds of 20 000 pairs, in µs per pair. Nothing is asserted.
+//! kube-runtime controller does (its field sets built as `serde_json::Value` trees); then
+//! what a cache read decodes after decompressing, the pair as the store encodes it, as
+//! JSON and as MessagePack (`sync_core::runtime::store::Encoding`). Each figure is the
+//! median of 7 rounds of 20 000 pairs, in µs per pair. Nothing is asserted.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,25 @@ fn main() -> BenchResult<()> {
         decode::<mapi::Machine>(&mapi)?;
         decode::<capi::Machine>(&capi)
     })?;
+    let (mapi_object, capi_object) = (valid::<mapi::Machine>(&mapi)?, valid::<capi::Machine>(&capi)?);
+    let (mapi_json, capi_json) = (
+        serde_json::to_vec(&mapi_object)?,
+        serde_json::to_vec(&capi_object)?,
+    );
+    let json_read = median(|| {
+        std::hint::black_box(serde_json::from_slice::<mapi::Machine>(&mapi_json)?);
+        std::hint::black_box(serde_json::from_slice::<capi::Machine>(&capi_json)?);
+        Ok(())
+    })?;
+    let (mapi_packed, capi_packed) = (
+        rmp_serde::to_vec_named(&mapi_object)?,
+        rmp_serde::to_vec_named(&capi_object)?,
+    );
+    let message_pack_read = median(|| {
+        std::hint::black_box(rmp_serde::from_slice::<mapi::Machine>(&mapi_packed)?);
+        std::hint::black_box(rmp_serde::from_slice::<capi::Machine>(&capi_packed)?);
+        Ok(())
+    })?;
     let per_pair = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(PAIRS);
     println!(
         "lenient decoding, as the caches' watches do (µs per pair)       {:>7.2}",
@@ -48,7 +69,27 @@ fn main() -> BenchResult<()> {
         "plain typed decoding, as a hand-written controller does (µs)    {:>7.2}",
         per_pair(typed)
     );
+    println!(
+        "a cache read's decoding, JSON ({} + {} bytes; µs)                {:>7.2}",
+        mapi_json.len(),
+        capi_json.len(),
+        per_pair(json_read)
+    );
+    println!(
+        "a cache read's decoding, MessagePack ({} + {} bytes; µs)         {:>7.2}",
+        mapi_packed.len(),
+        capi_packed.len(),
+        per_pair(message_pack_read)
+    );
     Ok(())
+}
+
+/// The object of a watch line, as the caches decode it.
+fn valid<K: DeserializeOwned + kube::Resource>(line: &[u8]) -> BenchResult<K> {
+    match serde_json::from_slice::<WatchEvent<Lenient<K>>>(line)? {
+        WatchEvent::Modified(Lenient::Valid(object)) => Ok(object),
+        _ => Err("the fixture does not decode as its kind".into()),
+    }
 }
 
 /// An object's JSON as one line of a watch stream, `type` first as the API server sends
