@@ -61,25 +61,30 @@ fn main() -> BenchResult<()> {
         Ok(())
     })?;
     let per_pair = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(PAIRS);
-    println!(
-        "lenient decoding, as the caches' watches do (µs per pair)       {:>7.2}",
-        per_pair(lenient)
+    let row = |label: String, d: Duration| println!("{label:<66}{:>7.2}", per_pair(d));
+    row(
+        "lenient decoding, as the caches' watches do (µs per pair)".into(),
+        lenient,
     );
-    println!(
-        "plain typed decoding, as a hand-written controller does (µs)    {:>7.2}",
-        per_pair(typed)
+    row(
+        "plain typed decoding, as a hand-written controller does (µs)".into(),
+        typed,
     );
-    println!(
-        "a cache read's decoding, JSON ({} + {} bytes; µs)                {:>7.2}",
-        mapi_json.len(),
-        capi_json.len(),
-        per_pair(json_read)
+    row(
+        format!(
+            "a cache read's decoding, JSON ({} + {} bytes; µs)",
+            mapi_json.len(),
+            capi_json.len()
+        ),
+        json_read,
     );
-    println!(
-        "a cache read's decoding, MessagePack ({} + {} bytes; µs)         {:>7.2}",
-        mapi_packed.len(),
-        capi_packed.len(),
-        per_pair(message_pack_read)
+    row(
+        format!(
+            "a cache read's decoding, MessagePack ({} + {} bytes; µs)",
+            mapi_packed.len(),
+            capi_packed.len()
+        ),
+        message_pack_read,
     );
     Ok(())
 }
