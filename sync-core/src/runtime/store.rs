@@ -3,15 +3,15 @@
 //! A decoded object is several times its JSON: every string, map and `Option` of the
 //! Rust types is its own allocation, and a fleet's caches held ~16 KB per pair that way
 //! (a Machine, its mirror and its infrastructure object). But the objects of one store
-//! (one kind, one fleet) are nearly alike, so each is kept as its JSON compressed as an
+//! (one kind, one fleet) are nearly alike, so each is kept encoded and compressed as an
 //! LZ4 block against the store's first object (a raw-content dictionary): a ~2.3 KB
-//! Machine takes ~200 bytes. Reading an object decodes it, tens of microseconds: a
-//! reconcile reads its pair's few objects; [`Store::state`] decodes every object and is
-//! for rare paths.
+//! Machine takes ~200 bytes. Reading an object decodes it, microseconds: a reconcile
+//! reads its pair's few objects; [`Store::state`] decodes every object and is for rare
+//! paths.
 //!
-//! Before compression an object is encoded as MessagePack ([`Encoding`]): the same
-//! fields and values as JSON, with lengths before strings rather than quotes around them,
-//! so a Machine decodes in about half the time.
+//! The encoding is MessagePack ([`Encoding`]): the same fields and values as JSON, with
+//! lengths before strings rather than quotes around them, so a Machine decodes in about
+//! half the time it takes from JSON.
 //!
 //! The API is kube's `reflector::Store` and `store::Writer`, as far as the engine uses
 //! them: a [`Writer`] applies watcher events (a relist's objects are swapped in at its
@@ -126,7 +126,8 @@ impl Encoding {
 struct Shared {
     objects: RwLock<Objects>,
     encoding: Encoding,
-    /// The JSON of the first object packed; fixed from then on, since every block needs it.
+    /// The encoding of the first object packed; fixed from then on, since every block
+    /// needs it.
     dictionary: OnceLock<Box<[u8]>>,
     ready: tokio::sync::watch::Sender<bool>,
 }
