@@ -10,7 +10,6 @@ use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 
 use crate::runtime::events::Recorder;
-use kube::runtime::reflector::ObjectRef;
 
 use crate::hooks::SyncObjects;
 use crate::pair::SyncPair;
@@ -95,12 +94,12 @@ impl<P: SyncPair> Clone for Caches<P> {
 impl<P: SyncPair> Caches<P> {
     /// The cached MAPI object `name`, in the MAPI namespace.
     pub fn mapi(&self, namespaces: &Namespaces, name: &str) -> Option<Arc<P::Mapi>> {
-        self.mapi.get(&ObjectRef::new(name).within(&namespaces.mapi))
+        self.mapi.get_named(Some(&namespaces.mapi), name)
     }
 
     /// The cached CAPI object `name`, in the CAPI namespace.
     pub fn capi(&self, namespaces: &Namespaces, name: &str) -> Option<Arc<P::Capi>> {
-        self.capi.get(&ObjectRef::new(name).within(&namespaces.capi))
+        self.capi.get_named(Some(&namespaces.capi), name)
     }
 
     /// Whether the MAPI owner mirror `name` exists in the MAPI namespace (looked up, not
