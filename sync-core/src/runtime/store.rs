@@ -106,7 +106,8 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    fn encode<K: Serialize>(self, object: &K, into: &mut Vec<u8>) -> Result<(), String> {
+    /// `object` encoded, appended to `into`.
+    pub fn encode<K: Serialize>(self, object: &K, into: &mut Vec<u8>) -> Result<(), String> {
         match self {
             Self::Json => serde_json::to_writer(into, object).map_err(|error| error.to_string()),
             Self::MessagePack => {
@@ -115,7 +116,8 @@ impl Encoding {
         }
     }
 
-    fn decode<K: DeserializeOwned>(self, bytes: &[u8]) -> Result<K, String> {
+    /// `bytes` decoded as `K`.
+    pub fn decode<K: DeserializeOwned>(self, bytes: &[u8]) -> Result<K, String> {
         match self {
             Self::Json => serde_json::from_slice(bytes).map_err(|error| error.to_string()),
             Self::MessagePack => rmp_serde::from_slice(bytes).map_err(|error| error.to_string()),
@@ -301,7 +303,7 @@ impl<K: Resource + DeserializeOwned> Store<K> {
             Err(error) => {
                 tracing::error!(
                     kind = std::any::type_name::<K>(), ?encoding, %error,
-                    "a cached object does not decode; if the type has a serde_json RawValue field, cache it as Encoding::Json"
+                    "a cached object does not decode; a field of serde_json's RawValue does not survive MessagePack: make it a sync_core::api::RawObject or a serde_json::Value"
                 );
                 None
             }
