@@ -843,6 +843,24 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             None,
         ),
         Figure::lower(
+            "restart's serving floor: the same pages fetched, not decoded (median of 3)",
+            "ms",
+            real.restart_serve_floor_ms,
+            None,
+        ),
+        Figure::lower(
+            "restart until quiet / its serving floor",
+            "ratio",
+            real.restart_quiet_ms / real.restart_serve_floor_ms,
+            None,
+        ),
+        Figure::lower(
+            "restart: the API server's CPU until quiet (the rest of the bench process)",
+            "ms",
+            real.restart_server_cpu_ms,
+            None,
+        ),
+        Figure::lower(
             "restart: write requests",
             "count",
             real.restart_writes as f64,

@@ -547,8 +547,14 @@ pub struct RealOutcome {
     pub restart_rv_advance: u64,
     /// Restart: hook calls.
     pub restart_hook_calls: usize,
-    /// What a restart cannot go below on this server: [`list_floor`].
+    /// A plain client's lists of what the controllers watch ([`ListFloors::decoded`]).
     pub restart_list_floor_ms: f64,
+    /// The same pages fetched without decoding ([`ListFloors::served`]): what a restart
+    /// cannot go below on this server.
+    pub restart_serve_floor_ms: f64,
+    /// Restart: the CPU of the rest of the bench process until quiet (the in-process API
+    /// server serving the lists; the bench itself waits).
+    pub restart_server_cpu_ms: f64,
     /// The real sync's resident memory over the synchronized fleet, in a process of its
     /// own, 5 s after quiet.
     pub memory: Option<super::memory::Memory>,
@@ -657,11 +663,15 @@ pub async fn run(
 
     // Restart over the synchronized fleet.
     let rv = env.resource_version();
+    let process_cpu = || super::procfs::process_cpu(std::process::id()).unwrap_or_default();
+    let cpu_before = process_cpu();
     let controllers = Controllers::start(&kubeconfig, 1, platform)?;
     // Every pair is reconciled once at a restart (its objects' list events).
     let pairs = fleet.machines + fleet.machine_sets;
     let restart_quiet = controllers.quiet(pairs, bound).await?;
-    let restart_cpu_ms = ms(controllers.cpu());
+    let restart_cpu = controllers.cpu();
+    let restart_cpu_ms = ms(restart_cpu);
+    let restart_server_cpu_ms = ms(process_cpu().saturating_sub(cpu_before + restart_cpu));
     let restart_first_machine_ms = controllers
         .observer
         .first_of(<MachineSync as sync_core::SyncPair>::NAME)
@@ -672,18 +682,20 @@ pub async fn run(
     let restart_rv_advance = env.resource_version().saturating_sub(rv);
     let (_, restart_hook_calls) = controllers.observer.counts();
     progress(&format!(
-        "  restart: first Machine reconcile after {:.2} s, quiet after {:.2} s, CPU {:.2} s, {} writes, resourceVersion +{restart_rv_advance}, {restart_hook_calls} hook calls; requests: {}",
+        "  restart: first Machine reconcile after {:.2} s, quiet after {:.2} s, CPU {:.2} s (the API server's {:.2} s), {} writes, resourceVersion +{restart_rv_advance}, {restart_hook_calls} hook calls; requests: {}",
         restart_first_machine_ms / 1e3,
         restart_quiet.as_secs_f64(),
         restart_cpu_ms / 1e3,
+        restart_server_cpu_ms / 1e3,
         restart.writes(),
         restart.summary()
     ));
     controllers.stop().await?;
-    let restart_list_floor = list_floor(&env, platform).await?;
+    let restart_list_floor = list_floors(&env, platform).await?;
     progress(&format!(
-        "  restart's list floor: a plain client lists what the controllers watch in {:.2} s (median of 3)",
-        restart_list_floor.as_secs_f64()
+        "  restart's list floors: a plain client lists what the controllers watch in {:.2} s, fetches the same pages without decoding them in {:.2} s (medians of 3)",
+        restart_list_floor.decoded.as_secs_f64(),
+        restart_list_floor.served.as_secs_f64()
     ));
 
     // Memory over the synchronized fleet, in a process of its own.
@@ -753,33 +765,53 @@ pub async fn run(
         restart_requests: restart.to_json(),
         restart_rv_advance,
         restart_hook_calls,
-        restart_list_floor_ms: ms(restart_list_floor),
+        restart_list_floor_ms: ms(restart_list_floor.decoded),
+        restart_serve_floor_ms: ms(restart_list_floor.served),
+        restart_server_cpu_ms,
         memory: Some(memory),
         operator_memory: Some(operator_memory),
         providers,
     })
 }
 
-/// The list floor of a restart: a plain client lists every kind the controllers watch
-/// (MAPI and CAPI Machines and MachineSets, the infrastructure machines and templates), all
-/// at once, in pages of the watcher's default size (500), decoding each object as JSON;
-/// the median of 3. A restart lists the same before it can tell that nothing changed.
-async fn list_floor(env: &TestEnv, platform: &TestPlatform) -> Result<Duration, BenchError> {
+/// What a restart's lists cost a plain client on this server, each the median of 3.
+#[derive(Clone, Copy, Debug)]
+struct ListFloors {
+    /// Every kind the controllers watch (MAPI and CAPI Machines and MachineSets, the
+    /// infrastructure machines and templates) listed all at once, in pages of the
+    /// watcher's default size (500), each object decoded as JSON. A restart lists the same
+    /// before it can tell that nothing changed.
+    decoded: Duration,
+    /// The same pages fetched as text, of which only the continue token is read (the
+    /// items are skipped, not decoded): the server's part of a restart, which no client
+    /// goes below.
+    served: Duration,
+}
+
+async fn list_floors(env: &TestEnv, platform: &TestPlatform) -> Result<ListFloors, BenchError> {
     let client = counted_client(&env.kubeconfig(), Requests::new()).await?;
     let namespaces = fill::namespaces();
     // The MAPI kinds the sync reads, and the CAPI-side kinds it writes.
     let mapi = [fill::mapi_machines(), fill::mapi_machine_sets()];
     let capi = written_kinds(platform).map(|(_, resource)| resource);
-    let kinds: Vec<_> = (mapi.iter().map(|r| (&namespaces.mapi, r)))
-        .chain(capi.iter().map(|r| (&namespaces.capi, r)))
+    let apis: Vec<_> = (mapi.iter().map(|r| fill::dynamic(&client, &namespaces.mapi, r)))
+        .chain(capi.iter().map(|r| fill::dynamic(&client, &namespaces.capi, r)))
         .collect();
+    let decoded = median_of_3(|| futures::future::try_join_all(apis.iter().cloned().map(list_pages))).await?;
+    let served =
+        median_of_3(|| futures::future::try_join_all(apis.iter().map(|api| list_pages_text(&client, api))))
+            .await?;
+    Ok(ListFloors { decoded, served })
+}
+
+/// The median time of three runs of `run`.
+async fn median_of_3<T, F: Future<Output = Result<T, BenchError>>>(
+    mut run: impl FnMut() -> F,
+) -> Result<Duration, BenchError> {
     let mut times = Vec::new();
     for _ in 0..3 {
         let start = Instant::now();
-        let lists = kinds
-            .iter()
-            .map(|(namespace, resource)| list_pages(fill::dynamic(&client, namespace, resource)));
-        futures::future::try_join_all(lists).await?;
+        run().await?;
         times.push(start.elapsed());
     }
     times.sort();
@@ -796,6 +828,30 @@ async fn list_pages(api: Api<DynamicObject>) -> Result<usize, BenchError> {
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(count),
+        }
+    }
+}
+
+/// Every page of `api` (500 objects each) fetched as text; only the continue token is
+/// read. Its bytes.
+async fn list_pages_text(client: &Client, api: &Api<DynamicObject>) -> Result<usize, BenchError> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        metadata: kube::core::ListMeta,
+    }
+    let mut params = ListParams::default().limit(500);
+    let mut bytes = 0;
+    loop {
+        let request = kube::core::Request::new(api.resource_url())
+            .list(&params)
+            .map_err(|e| BenchError::Other(format!("list {}: {e}", api.resource_url())))?;
+        let text = client.request_text(request).await?;
+        bytes += text.len();
+        let page: Page = serde_json::from_str(&text)
+            .map_err(|e| BenchError::Other(format!("a page of {}: {e}", api.resource_url())))?;
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(bytes),
         }
     }
 }
