@@ -77,6 +77,9 @@ async fn measure(pairs: usize) -> BenchResult<Reading> {
         .arg(&kubeconfig)
         .args([
             "--leader-elect=false",
+            // envtest serves no FeatureGate API: without this the controllers never start.
+            "--machine-api-migration-gate",
+            "enabled",
             "--metrics-bind-address",
             "127.0.0.1:0",
             "--health-probe-bind-address",
@@ -140,7 +143,12 @@ async fn measure(pairs: usize) -> BenchResult<Reading> {
                     "sync_infrastructure_watches",
                     &[("kind", "DevMachine"), ("state", "watching")],
                 ) >= 1.0)
-            && text.contains("sync_leader 1");
+            && text.contains("sync_leader 1")
+            && metric(
+                &text,
+                "sync_feature_gate_enabled",
+                &[("gate", "MachineAPIMigration")],
+            ) >= 1.0;
         if done {
             break;
         }
