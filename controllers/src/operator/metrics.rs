@@ -341,8 +341,10 @@ impl CacheCount {
 /// reported yet).
 fn synchronized_by_reason<K: MapiObject>(store: &Store<K>) -> BTreeMap<(String, String), i64> {
     let mut counts = BTreeMap::new();
-    for object in store.state() {
-        let key = match sync_core::toolkit::status::synchronized(object.as_ref()) {
+    // One object decoded at a time: a scrape of 10 000 Machines held them all at once
+    // (a ~100 MiB peak on every scrape).
+    for object in store.each() {
+        let key = match sync_core::toolkit::status::synchronized(&object) {
             Some(condition) => (
                 condition.status.clone(),
                 condition.reason.clone().unwrap_or_default(),
