@@ -820,16 +820,14 @@ async fn median_of_3<T, F: Future<Output = Result<T, BenchError>>>(
 
 /// Every object of `api`, listed in pages of 500; how many.
 async fn list_pages(api: Api<DynamicObject>) -> Result<usize, BenchError> {
-    let mut params = ListParams::default().limit(500);
-    let mut count = 0;
-    loop {
-        let page = api.list(&params).await?;
-        count += page.items.len();
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(count),
+    paged(|params| {
+        let api = api.clone();
+        async move {
+            let page = api.list(&params).await?;
+            Ok((page.items.len(), page.metadata.continue_))
         }
-    }
+    })
+    .await
 }
 
 /// Every page of `api` (500 objects each) fetched as text; only the continue token is
@@ -839,19 +837,31 @@ async fn list_pages_text(client: &Client, api: &Api<DynamicObject>) -> Result<us
     struct Page {
         metadata: kube::core::ListMeta,
     }
-    let mut params = ListParams::default().limit(500);
-    let mut bytes = 0;
-    loop {
+    paged(|params| async move {
         let request = kube::core::Request::new(api.resource_url())
             .list(&params)
             .map_err(|e| BenchError::Other(format!("list {}: {e}", api.resource_url())))?;
         let text = client.request_text(request).await?;
-        bytes += text.len();
         let page: Page = serde_json::from_str(&text)
             .map_err(|e| BenchError::Other(format!("a page of {}: {e}", api.resource_url())))?;
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+        Ok((text.len(), page.metadata.continue_))
+    })
+    .await
+}
+
+/// Follows a list's pages of 500 from the first: `page` fetches one and says how much it
+/// held and its continue token; the sum over the pages.
+async fn paged<F: Future<Output = Result<(usize, Option<String>), BenchError>>>(
+    mut page: impl FnMut(ListParams) -> F,
+) -> Result<usize, BenchError> {
+    let mut params = ListParams::default().limit(500);
+    let mut total = 0;
+    loop {
+        let (held, token) = page(params.clone()).await?;
+        total += held;
+        match token.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
-            None => return Ok(bytes),
+            None => return Ok(total),
         }
     }
 }
