@@ -28,11 +28,15 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 use sync_core::Namespaces;
 use sync_core::api::mapi;
 use sync_core::events::Recorder;
 use tokio_util::sync::CancellationToken;
+
+use references::{MachineSetSpec, MachineSpec, Referencing, Referrer};
+
+mod references;
 
 /// The Secret every worker boots from.
 pub const WORKER_USER_DATA: &str = "worker-user-data";
@@ -174,16 +178,8 @@ impl UserDataSync {
                 })
                 .boxed()
         };
-        let machines =
-            self.references::<mapi::Machine>("Machine", |m| referenced(m.spec.provider_spec.as_ref()));
-        let sets = self.references::<mapi::MachineSet>("MachineSet", |s| {
-            let template = s.spec.template.as_ref();
-            referenced(
-                template
-                    .and_then(|t| t.spec.as_ref())
-                    .and_then(|s| s.provider_spec.as_ref()),
-            )
-        });
+        let machines = self.references::<MachineSpec>();
+        let sets = self.references::<MachineSetSpec>();
         let mut events = futures::stream::select_all([
             secrets(&self.namespaces.mapi, source_writer),
             secrets(&self.namespaces.capi, target_writer),
@@ -244,26 +240,15 @@ impl UserDataSync {
     }
 
     /// The references of one MAPI kind, as a stream of [`Seen`].
-    fn references<K>(
-        &self,
-        kind: &'static str,
-        names: impl Fn(&K) -> Option<String> + Send + 'static,
-    ) -> futures::stream::BoxStream<'static, Seen>
-    where
-        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + 'static,
-    {
-        let api: Api<K> = Api::namespaced(self.client.clone(), &self.namespaces.mapi);
+    fn references<S: Referrer>(&self) -> futures::stream::BoxStream<'static, Seen> {
+        let api: Api<Referencing<S>> = Api::namespaced(self.client.clone(), &self.namespaces.mapi);
+        let kind = S::KIND;
         watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |event| match event {
                 Ok(watcher::Event::Init) => Seen::Relisting(kind),
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    Seen::Reference(format!("{kind}/{}", o.name_any()), names(&o))
+                    Seen::Reference(format!("{kind}/{}", o.name_any()), o.secret())
                 }
                 Ok(watcher::Event::Delete(o)) => Seen::Reference(format!("{kind}/{}", o.name_any()), None),
                 Ok(watcher::Event::InitDone) => Seen::Secret,
