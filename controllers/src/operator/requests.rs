@@ -8,7 +8,7 @@ use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use sync_core::api::{AuthoritativeApi, mapi};
+use sync_core::api::{AuthoritativeApi, Partial, mapi};
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
@@ -21,12 +21,8 @@ pub async fn count(
     metrics: std::sync::Arc<Metrics>,
     stop: CancellationToken,
 ) {
-    let machines = follow::<mapi::Machine>(&client, &namespace, &metrics, "Machine", |m| {
-        m.spec.authoritative_api.as_ref()
-    });
-    let sets = follow::<mapi::MachineSet>(&client, &namespace, &metrics, "MachineSet", |s| {
-        s.spec.authoritative_api.as_ref()
-    });
+    let machines = follow::<mapi::Machine>(&client, &namespace, &metrics, "Machine");
+    let sets = follow::<mapi::MachineSet>(&client, &namespace, &metrics, "MachineSet");
     tokio::select! {
         _ = futures::future::join(machines, sets) => {}
         () = stop.cancelled() => {}
@@ -34,27 +30,25 @@ pub async fn count(
     metrics.clear_gated_requests();
 }
 
-/// Follows one kind, keeping the names that request ClusterAPI.
-async fn follow<K>(
-    client: &Client,
-    namespace: &str,
-    metrics: &Metrics,
-    kind: &'static str,
-    requested: impl Fn(&K) -> Option<&AuthoritativeApi>,
-) where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
+/// The one field of a MAPI Machine's or MachineSet's spec this module reads.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+struct Asked {
+    #[serde(default, rename = "authoritativeAPI")]
+    authoritative_api: Option<AuthoritativeApi>,
+}
+
+/// Follows one kind (decoded only as far as [`Asked`]), keeping the names that request
+/// ClusterAPI.
+async fn follow<K>(client: &Client, namespace: &str, metrics: &Metrics, kind: &'static str)
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope> + 'static,
 {
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let api: Api<Partial<K, Asked>> = Api::namespaced(client.clone(), namespace);
     let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
     let mut requesting = BTreeSet::new();
     let mut listing: Option<BTreeSet<String>> = None;
     while let Some(event) = events.next().await {
-        let asks = |o: &K| requested(o) == Some(&AuthoritativeApi::ClusterApi);
+        let asks = |o: &Partial<K, Asked>| o.spec.authoritative_api == Some(AuthoritativeApi::ClusterApi);
         match event {
             Ok(watcher::Event::Init) => listing = Some(BTreeSet::new()),
             Ok(watcher::Event::InitApply(o)) => {

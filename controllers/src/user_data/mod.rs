@@ -248,7 +248,7 @@ impl UserDataSync {
             .map(move |event| match event {
                 Ok(watcher::Event::Init) => Seen::Relisting(kind),
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    Seen::Reference(format!("{kind}/{}", o.name_any()), o.secret())
+                    Seen::Reference(format!("{kind}/{}", o.name_any()), references::secret(&o))
                 }
                 Ok(watcher::Event::Delete(o)) => Seen::Reference(format!("{kind}/{}", o.name_any()), None),
                 Ok(watcher::Event::InitDone) => Seen::Secret,

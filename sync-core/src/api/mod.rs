@@ -8,6 +8,7 @@ pub mod crds;
 pub mod infra_ref;
 pub mod infrastructure;
 pub mod mapi;
+pub mod partial;
 pub mod raw;
 mod schema;
 pub mod sync_status;
@@ -15,6 +16,7 @@ pub mod sync_status;
 pub use authoritative::AuthoritativeApi;
 pub use infra_ref::{AsInfraRef, ContractVersionedObjectReference, GroupKind, InfraRef, MalformedRef};
 pub use infrastructure::Infrastructure;
+pub use partial::Partial;
 pub use raw::RawObject;
 pub use sync_status::{MapiStatus, SyncStatus};
 
