@@ -19,7 +19,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sync_core::infra::WatchStatus;
-use sync_core::store::Store;
+use sync_core::store::{KeptScan, Store};
 
 use crate::migration::{MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
@@ -311,7 +311,7 @@ impl CacheCount {
         let mapi = caches.mapi.clone();
         let mut counts = vec![
             Self {
-                synchronized: Some(Box::new(move || synchronized_by_reason(&mapi))),
+                synchronized: Some(counted_on_change(mapi)),
                 ..Self::store(P::NAME, "mapi", caches.mapi.clone())
             },
             Self::store(P::NAME, "capi", caches.capi.clone()),
@@ -335,6 +335,14 @@ impl CacheCount {
             synchronized: None,
         }
     }
+}
+
+/// [`synchronized_by_reason`], counted again only once the store has changed since the
+/// last scrape: counting decodes every object (~50 ms of CPU at 10 000 Machines), and an
+/// idle operator's scrapes then decode nothing.
+fn counted_on_change<K: MapiObject>(store: Store<K>) -> SynchronizedCounts {
+    let kept = KeptScan::new(store, synchronized_by_reason);
+    Box::new(move || kept.get())
 }
 
 /// Objects by the status and reason of their `Synchronized` condition (`None`/`""`: not

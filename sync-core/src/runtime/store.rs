@@ -20,7 +20,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
@@ -127,6 +128,8 @@ impl Encoding {
 
 struct Shared {
     objects: RwLock<Objects>,
+    /// Advanced by every write ([`Store::generation`]).
+    generation: AtomicU64,
     encoding: Encoding,
     /// The encoding of the first object packed; fixed from then on, since every block
     /// needs it.
@@ -168,6 +171,7 @@ impl<K> Store<K> {
         Self {
             shared: Arc::new(Shared {
                 objects: RwLock::default(),
+                generation: AtomicU64::new(0),
                 encoding,
                 dictionary: OnceLock::new(),
                 ready: tokio::sync::watch::Sender::new(false),
@@ -184,10 +188,21 @@ impl<K> Store<K> {
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Objects> {
-        self.shared
+        let objects = self
+            .shared
             .objects
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Under the lock: a reader that saw this generation waits for the write.
+        self.shared.generation.fetch_add(1, Ordering::AcqRel);
+        objects
+    }
+
+    /// A number that changes with every write to the store: two equal readings mean the
+    /// same objects, so a scan's result (a metric's counts) can be kept until it moves.
+    /// Read it before the scan: a write during the scan then shows as a change next time.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
     }
 
     /// How many objects the store holds.
@@ -338,6 +353,44 @@ impl<K: Resource + Serialize> Store<K> {
             );
         }
         packed
+    }
+}
+
+type Scan<K, T> = Box<dyn Fn(&Store<K>) -> T + Send + Sync>;
+
+/// A whole-store scan's result, kept until the store changes ([`Store::generation`]): for
+/// a figure read at every metrics scrape, so that an idle process decodes nothing.
+pub struct KeptScan<K, T> {
+    store: Store<K>,
+    scan: Scan<K, T>,
+    last: Mutex<Option<(u64, T)>>,
+}
+
+impl<K, T: Clone> KeptScan<K, T> {
+    /// `scan` of `store`, run again only once the store has changed.
+    pub fn new(store: Store<K>, scan: impl Fn(&Store<K>) -> T + Send + Sync + 'static) -> Self {
+        Self {
+            store,
+            scan: Box::new(scan),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The scan's result for the store as it is now.
+    pub fn get(&self) -> T {
+        let generation = self.store.generation();
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*last {
+            Some((scanned, result)) if *scanned == generation => result.clone(),
+            _ => {
+                let result = (self.scan)(&self.store);
+                *last = Some((generation, result.clone()));
+                result
+            }
+        }
     }
 }
 
@@ -546,6 +599,50 @@ mod tests {
             [("a", "1"), ("b", "2"), ("c", "3")].map(|(n, v)| (n.to_owned(), v.to_owned()))
         );
         assert_eq!(store.len(), 4);
+    }
+
+    #[test]
+    fn the_generation_moves_with_every_write_and_only_then() {
+        let mut writer = Writer::<ConfigMap>::new(Encoding::MessagePack);
+        let store = writer.as_reader();
+        let mut seen = store.generation();
+        let mut moved = |store: &Store<ConfigMap>| {
+            let now = store.generation();
+            std::mem::replace(&mut seen, now) != now
+        };
+        writer.apply_watcher_event(&watcher::Event::Apply(configmap("a", "1", "x")));
+        assert!(moved(&store), "an apply");
+        let _ = (store.get(&key("a")), store.len(), store.state(), store.names());
+        assert!(!moved(&store), "reads leave it");
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitApply(configmap("b", "2", "y")));
+        assert!(!moved(&store), "a relist in progress is not visible");
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        assert!(moved(&store), "a completed relist");
+        writer.apply_watcher_event(&watcher::Event::Delete(configmap("b", "2", "y")));
+        assert!(moved(&store), "a delete");
+        writer.remove(Some("ns"), "gone");
+        assert!(moved(&store), "a removal, even of nothing: a reader cannot tell");
+    }
+
+    #[test]
+    fn a_kept_scan_runs_again_only_after_a_write() {
+        let mut writer = Writer::<ConfigMap>::new(Encoding::MessagePack);
+        let scans = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = scans.clone();
+        let kept = KeptScan::new(writer.as_reader(), move |store: &Store<ConfigMap>| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            let mut names = store.each().filter_map(|c| c.metadata.name).collect::<Vec<_>>();
+            names.sort();
+            names
+        });
+        writer.apply_watcher_event(&watcher::Event::Apply(configmap("a", "1", "x")));
+        assert_eq!(kept.get(), ["a"]);
+        assert_eq!(kept.get(), ["a"]);
+        assert_eq!(scans.load(Ordering::Relaxed), 1, "unchanged: kept");
+        writer.apply_watcher_event(&watcher::Event::Apply(configmap("b", "2", "y")));
+        assert_eq!(kept.get(), ["a", "b"]);
+        assert_eq!(scans.load(Ordering::Relaxed), 2, "changed: scanned again");
     }
 
     #[test]
