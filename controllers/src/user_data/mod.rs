@@ -30,7 +30,6 @@ use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use sync_core::Namespaces;
-use sync_core::api::mapi;
 use sync_core::events::Recorder;
 use tokio_util::sync::CancellationToken;
 
@@ -113,26 +112,6 @@ fn owned(secret: &Secret) -> bool {
         .managed_fields()
         .iter()
         .any(|entry| entry.manager.as_deref() == Some(MANAGER) && entry.operation.as_deref() == Some("Apply"))
-}
-
-/// The one field of a providerSpec this module reads.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct UserDataReference {
-    user_data_secret: Option<SecretName>,
-}
-
-#[derive(serde::Deserialize)]
-struct SecretName {
-    name: String,
-}
-
-/// The user-data Secret a MAPI providerSpec names (`userDataSecret.name`), decoded from
-/// the raw text without building the whole providerSpec.
-fn referenced(provider_spec: Option<&mapi::ProviderSpec>) -> Option<String> {
-    let value = provider_spec?.value.as_ref()?;
-    let reference: UserDataReference = value.parse().ok()?;
-    reference.user_data_secret.map(|secret| secret.name)
 }
 
 /// A change one of the four watches saw.
@@ -477,17 +456,5 @@ mod tests {
             decide("w", &namespaces(), Some(&empty), None),
             Action::MissingSource("Secret openshift-machine-api/w has no data.userData".into())
         );
-    }
-
-    #[test]
-    fn the_referenced_secret_is_the_provider_spec_s_user_data_secret() {
-        let spec: mapi::ProviderSpec = match serde_json::from_value(
-            serde_json::json!({"value": {"userDataSecret": {"name": "infra-user-data"}}}),
-        ) {
-            Ok(spec) => spec,
-            Err(error) => panic!("{error}"),
-        };
-        assert_eq!(referenced(Some(&spec)).as_deref(), Some("infra-user-data"));
-        assert_eq!(referenced(None), None);
     }
 }

@@ -13,7 +13,27 @@ pub(super) type Referencing<S> = Partial<<S as Referrer>::Kind, S>;
 
 /// The user-data Secret an object names, if any.
 pub(super) fn secret<S: Referrer>(object: &Referencing<S>) -> Option<String> {
-    super::referenced(object.spec.provider_spec())
+    referenced(object.spec.provider_spec())
+}
+
+/// The one field of a providerSpec the copier reads.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UserDataReference {
+    user_data_secret: Option<SecretName>,
+}
+
+#[derive(serde::Deserialize)]
+struct SecretName {
+    name: String,
+}
+
+/// The user-data Secret a MAPI providerSpec names (`userDataSecret.name`), decoded from
+/// the raw text without building the whole providerSpec.
+fn referenced(provider_spec: Option<&mapi::ProviderSpec>) -> Option<String> {
+    let value = provider_spec?.value.as_ref()?;
+    let reference: UserDataReference = value.parse().ok()?;
+    reference.user_data_secret.map(|secret| secret.name)
 }
 
 /// The spec of one kind, as far as its providerSpec.
@@ -134,5 +154,17 @@ mod tests {
             Referencing::<MachineSetSpec>::url_path(&(), Some("ns")),
             mapi::MachineSet::url_path(&(), Some("ns"))
         );
+    }
+
+    #[test]
+    fn the_referenced_secret_is_the_provider_spec_s_user_data_secret() {
+        let spec: mapi::ProviderSpec = match serde_json::from_value(
+            serde_json::json!({"value": {"userDataSecret": {"name": "infra-user-data"}}}),
+        ) {
+            Ok(spec) => spec,
+            Err(error) => panic!("{error}"),
+        };
+        assert_eq!(referenced(Some(&spec)).as_deref(), Some("infra-user-data"));
+        assert_eq!(referenced(None), None);
     }
 }
