@@ -327,7 +327,11 @@ impl CacheCount {
         (self.controller, self.cache)
     }
 
-    fn store<K: 'static>(controller: &'static str, cache: &'static str, store: Store<K>) -> Self {
+    fn store<K: Send + Sync + 'static>(
+        controller: &'static str,
+        cache: &'static str,
+        store: Store<K>,
+    ) -> Self {
         Self {
             controller,
             cache,

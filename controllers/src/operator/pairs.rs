@@ -59,7 +59,7 @@ impl CapiStores {
             .cloned()
     }
 
-    fn insert<K: 'static>(&mut self, store: Store<K>) {
+    fn insert<K: Send + Sync + 'static>(&mut self, store: Store<K>) {
         self.0.insert(TypeId::of::<K>(), Box::new(store));
     }
 }

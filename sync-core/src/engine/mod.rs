@@ -106,7 +106,8 @@ pub struct SyncController<P: SyncPair> {
 enum Source<P: SyncPair> {
     /// Its own watches, which queue names for its followers too.
     Watches {
-        writers: Writers<P>,
+        /// Boxed: the writers with their buffers outweigh a follower's handle.
+        writers: Box<Writers<P>>,
         following: Following,
     },
     /// Its leader's ([`SyncController::follower`]).
@@ -148,7 +149,7 @@ impl<P: SyncPair> SyncController<P> {
                 malformed: MalformedObjects::default(),
             },
             source: Source::Watches {
-                writers,
+                writers: Box::new(writers),
                 following: Following::default(),
             },
         }
@@ -294,7 +295,7 @@ impl<P: SyncPair> SyncController<P> {
         };
         match source {
             Source::Watches { writers, following } => {
-                run.lead(writers, following, infra, preparing, shutdown).await;
+                run.lead(*writers, following, infra, preparing, shutdown).await;
             }
             Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
         }

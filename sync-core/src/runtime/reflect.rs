@@ -250,11 +250,9 @@ where
     fn applied(&mut self, object: Lenient<K>, on_touch: &mut impl FnMut(Touched<'_, K>)) {
         match object {
             Lenient::Valid(object) => {
-                let event = watcher::Event::Apply(object);
-                self.writer.apply_watcher_event(&event);
-                if let watcher::Event::Apply(object) = &event {
-                    on_touch(Touched::Present(object));
-                }
+                let object = Arc::new(object);
+                self.writer.apply_decoded(object.clone());
+                on_touch(Touched::Present(&object));
             }
             Lenient::Malformed(malformed) => {
                 self.remove(&malformed);

@@ -15,11 +15,14 @@
 //!
 //! The API is kube's `reflector::Store` and `store::Writer`, as far as the engine uses
 //! them: a [`Writer`] applies watcher events (a relist's objects are swapped in at its
-//! end), any number of [`Store`] handles read.
+//! end), any number of [`Store`] handles read. A watched change applied with
+//! [`Writer::apply_decoded`] is also kept decoded until its first read (`fresh`).
+
+mod fresh;
+mod packed;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -29,105 +32,18 @@ use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use fresh::Fresh;
+pub use packed::Encoding;
+pub(crate) use packed::Packed;
+
 /// Namespace (`""` when cluster-scoped) → name → object: looked up without allocating.
 type Objects = HashMap<Box<str>, HashMap<Box<str>, Packed>>;
 
-/// One cached object in one allocation: its resourceVersion (compared without decoding)
-/// and its encoding as an LZ4 block against the store's dictionary, each with its length
-/// (little-endian `u32`) before it. One allocation, not two, saves ~30 bytes an object.
-#[derive(Clone, Debug)]
-pub(crate) struct Packed {
-    bytes: Box<[u8]>,
-}
-
-/// The length field before the resourceVersion and before the encoded object.
-const LENGTH: usize = std::mem::size_of::<u32>();
-
-impl Packed {
-    /// `encoded` compressed against `dictionary`, after `resource_version` (`None` when it
-    /// does not fit a `u32`, which no API server sends).
-    fn new(resource_version: Option<&str>, encoded: &[u8], dictionary: &[u8]) -> Option<Self> {
-        let version = resource_version.unwrap_or_default().as_bytes();
-        let (version_length, encoded_length) = (
-            u32::try_from(version.len()).ok()?,
-            u32::try_from(encoded.len()).ok()?,
-        );
-        let start = 2 * LENGTH + version.len();
-        let mut bytes = vec![0; start + lz4_flex::block::get_maximum_output_size(encoded.len())];
-        bytes[..LENGTH].copy_from_slice(&version_length.to_le_bytes());
-        bytes[LENGTH..LENGTH + version.len()].copy_from_slice(version);
-        bytes[start - LENGTH..start].copy_from_slice(&encoded_length.to_le_bytes());
-        let written =
-            lz4_flex::block::compress_into_with_dict(encoded, &mut bytes[start..], dictionary).ok()?;
-        bytes.truncate(start + written);
-        Some(Self {
-            bytes: bytes.into_boxed_slice(),
-        })
-    }
-
-    /// The resourceVersion's bytes and the rest (the encoding's length and its block).
-    fn split(&self) -> (&[u8], &[u8]) {
-        let (length, rest) = self.bytes.split_at(LENGTH.min(self.bytes.len()));
-        let length = length.try_into().map_or(0, u32::from_le_bytes) as usize;
-        rest.split_at(length.min(rest.len()))
-    }
-
-    /// The object's resourceVersion.
-    pub(crate) fn resource_version(&self) -> Option<&str> {
-        let (version, _) = self.split();
-        std::str::from_utf8(version)
-            .ok()
-            .filter(|version| !version.is_empty())
-    }
-
-    /// The encoded object, decompressed against `dictionary`.
-    fn decompressed(&self, dictionary: &[u8]) -> Result<Vec<u8>, lz4_flex::block::DecompressError> {
-        let (_, block) = self.split();
-        lz4_flex::block::decompress_size_prepended_with_dict(block, dictionary)
-    }
-
-    /// The heap bytes this entry takes.
-    fn len(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-/// How a store encodes an object before compressing it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Encoding {
-    /// JSON, for a type whose serde code is tied to serde_json (a field that is a
-    /// `serde_json::value::RawValue`); the default, for a type not known to be plain.
-    #[default]
-    Json,
-    /// MessagePack with field names (so that optional and flattened fields, and JSON
-    /// values, round-trip as in JSON), for a type with plain serde code, or one that
-    /// writes a binary form when its serializer is not human-readable (`RawObject`,
-    /// `InfraObject`): the pairs' kinds and the infrastructure objects.
-    MessagePack,
-}
-
-impl Encoding {
-    /// `object` encoded, appended to `into`.
-    pub fn encode<K: Serialize>(self, object: &K, into: &mut Vec<u8>) -> Result<(), String> {
-        match self {
-            Self::Json => serde_json::to_writer(into, object).map_err(|error| error.to_string()),
-            Self::MessagePack => {
-                rmp_serde::encode::write_named(into, object).map_err(|error| error.to_string())
-            }
-        }
-    }
-
-    /// `bytes` decoded as `K`.
-    pub fn decode<K: DeserializeOwned>(self, bytes: &[u8]) -> Result<K, String> {
-        match self {
-            Self::Json => serde_json::from_slice(bytes).map_err(|error| error.to_string()),
-            Self::MessagePack => rmp_serde::from_slice(bytes).map_err(|error| error.to_string()),
-        }
-    }
-}
-
-struct Shared {
+struct Shared<K> {
     objects: RwLock<Objects>,
+    /// The last objects applied by [`Writer::apply_decoded`], not read yet; written under
+    /// `objects`' write lock, so each is the version `objects` holds.
+    fresh: Mutex<Fresh<K>>,
     /// Advanced by every write ([`Store::generation`]).
     generation: AtomicU64,
     encoding: Encoding,
@@ -139,15 +55,13 @@ struct Shared {
 
 /// Read access to a cache; cheap to clone, every clone sees the same objects.
 pub struct Store<K> {
-    shared: Arc<Shared>,
-    kind: PhantomData<fn() -> K>,
+    shared: Arc<Shared<K>>,
 }
 
 impl<K> Clone for Store<K> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
-            kind: PhantomData,
         }
     }
 }
@@ -171,12 +85,12 @@ impl<K> Store<K> {
         Self {
             shared: Arc::new(Shared {
                 objects: RwLock::default(),
+                fresh: Mutex::default(),
                 generation: AtomicU64::new(0),
                 encoding,
                 dictionary: OnceLock::new(),
                 ready: tokio::sync::watch::Sender::new(false),
             }),
-            kind: PhantomData,
         }
     }
 
@@ -262,11 +176,11 @@ impl<K> Store<K> {
             .and_then(|packed| packed.resource_version().map(str::to_owned))
     }
 
-    fn packed(&self, namespace: Option<&str>, name: &str) -> Option<Packed> {
-        self.read()
-            .get(namespace.unwrap_or_default())
-            .and_then(|by_name| by_name.get(name))
-            .cloned()
+    fn fresh(&self) -> std::sync::MutexGuard<'_, Fresh<K>> {
+        self.shared
+            .fresh
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Every object's entry, for a relist to compare with (no object is decoded).
@@ -290,8 +204,18 @@ impl<K: Resource + DeserializeOwned> Store<K> {
 
     /// The object `name` in `namespace` (`None`: cluster-scoped), decoded.
     pub fn get_named(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        let packed = self.packed(namespace, name)?;
-        self.unpack(&packed).map(Arc::new)
+        // Kept by `Writer::apply_decoded`, and not read since.
+        if let Some(fresh) = self.fresh().take(namespace, name) {
+            return Some(fresh);
+        }
+        let dictionary = self.shared.dictionary.get()?;
+        // Decompressed under the read lock, so the entry is not copied out first.
+        let bytes = self
+            .read()
+            .get(namespace.unwrap_or_default())
+            .and_then(|by_name| by_name.get(name))?
+            .decompressed(dictionary);
+        self.decode(bytes).map(Arc::new)
     }
 
     /// Every object, decoded: a whole-store scan, for rare paths. It holds every object
@@ -315,9 +239,13 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     /// logged, and the object reads as absent.
     pub(crate) fn unpack(&self, packed: &Packed) -> Option<K> {
         let dictionary = self.shared.dictionary.get()?;
+        self.decode(packed.decompressed(dictionary))
+    }
+
+    /// An entry's decompressed bytes decoded (see [`Store::unpack`] on failures).
+    fn decode(&self, bytes: Result<Vec<u8>, lz4_flex::block::DecompressError>) -> Option<K> {
         let encoding = self.shared.encoding;
-        let decoded = packed
-            .decompressed(dictionary)
+        let decoded = bytes
             .map_err(|error| error.to_string())
             .and_then(|bytes| encoding.decode(&bytes));
         match decoded {
@@ -330,29 +258,6 @@ impl<K: Resource + DeserializeOwned> Store<K> {
                 None
             }
         }
-    }
-}
-
-impl<K: Resource + Serialize> Store<K> {
-    fn pack(&self, object: &K) -> Option<Packed> {
-        // Sized for a typical object: growing from an empty buffer is several copies.
-        let mut encoded = Vec::with_capacity(4096);
-        if let Err(error) = self.shared.encoding.encode(object, &mut encoded) {
-            tracing::error!(kind = std::any::type_name::<K>(), %error, "an object does not encode; not cached");
-            return None;
-        }
-        let dictionary = self
-            .shared
-            .dictionary
-            .get_or_init(|| encoded.clone().into_boxed_slice());
-        let packed = Packed::new(object.meta().resource_version.as_deref(), &encoded, dictionary);
-        if packed.is_none() {
-            tracing::error!(
-                kind = std::any::type_name::<K>(),
-                "an object does not compress; not cached"
-            );
-        }
-        packed
     }
 }
 
@@ -394,11 +299,19 @@ impl<K, T: Clone> KeptScan<K, T> {
     }
 }
 
+/// The largest scratch buffer a writer keeps: an object far larger than its kind's
+/// usual few KiB does not leave its buffers behind.
+const KEPT_BUFFER: usize = 64 * 1024;
+
 /// Writes a [`Store`] from a watcher's events; one per store, owned by the engine.
-pub(crate) struct Writer<K> {
+pub struct Writer<K> {
     store: Store<K>,
     /// A relist's objects, swapped in when it completes.
     relist: Option<Objects>,
+    /// An object's encoding, then its compressed block: buffers kept from one write to the
+    /// next, so that packing allocates only the entry itself.
+    encoded: Vec<u8>,
+    block: Vec<u8>,
 }
 
 impl<K> Default for Writer<K> {
@@ -414,6 +327,8 @@ impl<K> Writer<K> {
         Self {
             store: Store::new(encoding),
             relist: None,
+            encoded: Vec::new(),
+            block: Vec::new(),
         }
     }
 
@@ -421,21 +336,66 @@ impl<K> Writer<K> {
     pub fn as_reader(&self) -> Store<K> {
         self.store.clone()
     }
+}
 
+impl<K: Resource> Writer<K> {
     /// Removes an object (one that became malformed, say) from the live store.
     pub(crate) fn remove(&mut self, namespace: Option<&str>, name: &str) {
         let mut objects = self.store.write();
-        let namespace = namespace.unwrap_or_default();
-        if let Some(by_name) = objects.get_mut(namespace) {
+        let decoded = self.store.fresh().take(namespace, name);
+        if let Some(by_name) = objects.get_mut(namespace.unwrap_or_default()) {
             by_name.remove(name);
             if by_name.is_empty() {
-                objects.remove(namespace);
+                objects.remove(namespace.unwrap_or_default());
             }
         }
+        drop(objects);
+        drop(decoded);
     }
 }
 
 impl<K: Resource + Serialize> Writer<K> {
+    /// Applies a watched change (a watcher's `Apply`) whose object the caller goes on
+    /// using, and keeps it decoded until the store's first read of it: the reconcile the
+    /// change triggers then finds it without decoding it again.
+    pub fn apply_decoded(&mut self, object: Arc<K>) {
+        let Some(packed) = self.pack(&object) else { return };
+        let displaced = {
+            let mut objects = self.store.write();
+            insert(&mut objects, object.meta(), packed);
+            self.store.fresh().put(object)
+        };
+        drop(displaced);
+    }
+
+    /// `object` encoded and compressed against the store's dictionary (the first object
+    /// packed becomes it); `None`, logged, when it does not encode.
+    fn pack(&mut self, object: &K) -> Option<Packed> {
+        let shared = &self.store.shared;
+        self.encoded.clear();
+        if let Err(error) = shared.encoding.encode(object, &mut self.encoded) {
+            tracing::error!(kind = std::any::type_name::<K>(), %error, "an object does not encode; not cached");
+            return None;
+        }
+        let dictionary = shared
+            .dictionary
+            .get_or_init(|| self.encoded.clone().into_boxed_slice());
+        let version = object.meta().resource_version.as_deref();
+        let packed = Packed::new(version, &self.encoded, dictionary, &mut self.block);
+        for buffer in [&mut self.encoded, &mut self.block] {
+            if buffer.capacity() > KEPT_BUFFER {
+                *buffer = Vec::new();
+            }
+        }
+        if packed.is_none() {
+            tracing::error!(
+                kind = std::any::type_name::<K>(),
+                "an object does not compress; not cached"
+            );
+        }
+        packed
+    }
+
     /// Applies one watcher event, as kube's `Writer` does: a relist (`Init` ..
     /// `InitDone`) replaces the store's objects at once when it completes, and the store
     /// is ready from the first completed list on.
@@ -443,22 +403,36 @@ impl<K: Resource + Serialize> Writer<K> {
         match event {
             watcher::Event::Init => self.relist = Some(Objects::new()),
             watcher::Event::InitApply(object) => {
-                if let Some(packed) = self.store.pack(object) {
+                if let Some(packed) = self.pack(object) {
                     let relist = self.relist.get_or_insert_with(Objects::new);
                     insert(relist, object.meta(), packed);
                 }
             }
             watcher::Event::InitDone => {
                 let relisted = self.relist.take().unwrap_or_default();
-                *self.store.write() = relisted;
+                let displaced = {
+                    let mut objects = self.store.write();
+                    *objects = relisted;
+                    self.store.fresh().clear()
+                };
+                drop(displaced);
                 self.store
                     .shared
                     .ready
                     .send_if_modified(|ready| !std::mem::replace(ready, true));
             }
             watcher::Event::Apply(object) => {
-                if let Some(packed) = self.store.pack(object) {
-                    insert(&mut self.store.write(), object.meta(), packed);
+                if let Some(packed) = self.pack(object) {
+                    let mut objects = self.store.write();
+                    insert(&mut objects, object.meta(), packed);
+                    // A version kept decoded is older now.
+                    let meta = object.meta();
+                    let older = self.store.fresh().take(
+                        meta.namespace.as_deref(),
+                        meta.name.as_deref().unwrap_or_default(),
+                    );
+                    drop(objects);
+                    drop(older);
                 }
             }
             watcher::Event::Delete(object) => {
@@ -496,37 +470,6 @@ mod tests {
     use kube::api::ObjectMeta;
 
     use super::*;
-
-    #[test]
-    fn an_entry_keeps_its_resource_version_and_json_in_one_allocation() {
-        let dictionary = br#"{"metadata":{"name":"m-000001"},"spec":{"a":1}}"#;
-        let json = br#"{"metadata":{"name":"m-000002"},"spec":{"a":2}}"#;
-        let Some(packed) = Packed::new(Some("4711"), json, dictionary) else {
-            panic!("an object packs");
-        };
-        assert_eq!(packed.resource_version(), Some("4711"));
-        assert_eq!(packed.decompressed(dictionary).ok().as_deref(), Some(&json[..]));
-        assert!(
-            packed.len() < 2 * LENGTH + 4 + json.len(),
-            "compressed against the dictionary"
-        );
-
-        let Some(unversioned) = Packed::new(None, json, dictionary) else {
-            panic!("an object without a resourceVersion packs");
-        };
-        assert_eq!(unversioned.resource_version(), None);
-        assert_eq!(
-            unversioned.decompressed(dictionary).ok().as_deref(),
-            Some(&json[..])
-        );
-
-        // A torn entry reads as no version and fails to decode; nothing panics.
-        let torn = Packed {
-            bytes: packed.bytes[..3].into(),
-        };
-        assert_eq!(torn.resource_version(), None);
-        assert!(torn.decompressed(dictionary).is_err());
-    }
 
     fn configmap(name: &str, version: &str, value: &str) -> ConfigMap {
         ConfigMap {
@@ -599,6 +542,79 @@ mod tests {
             [("a", "1"), ("b", "2"), ("c", "3")].map(|(n, v)| (n.to_owned(), v.to_owned()))
         );
         assert_eq!(store.len(), 4);
+    }
+
+    #[test]
+    fn a_watched_change_is_read_once_as_applied_then_decoded_from_the_cache() {
+        let mut writer = Writer::<ConfigMap>::new(Encoding::MessagePack);
+        let store = writer.as_reader();
+        let applied = Arc::new(configmap("a", "1", "first"));
+        writer.apply_decoded(applied.clone());
+
+        let Some(first) = store.get(&key("a")) else {
+            panic!("the applied object is cached");
+        };
+        assert!(
+            Arc::ptr_eq(&first, &applied),
+            "the first read takes the kept object"
+        );
+        let Some(second) = store.get(&key("a")) else {
+            panic!("the object stays cached");
+        };
+        assert!(!Arc::ptr_eq(&second, &applied), "a later read decodes");
+        assert_eq!(second, applied);
+        assert_eq!(store.resource_version(Some("ns"), "a").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn a_kept_object_never_outlives_its_version() {
+        let mut writer = Writer::<ConfigMap>::new(Encoding::MessagePack);
+        let store = writer.as_reader();
+        let version = |store: &Store<ConfigMap>| {
+            store
+                .get(&key("a"))
+                .and_then(|object| object.metadata.resource_version.clone())
+        };
+
+        // A newer version applied as a plain event.
+        writer.apply_decoded(Arc::new(configmap("a", "1", "x")));
+        writer.apply_watcher_event(&watcher::Event::Apply(configmap("a", "2", "y")));
+        assert_eq!(version(&store).as_deref(), Some("2"));
+
+        // A deletion, and a removal.
+        writer.apply_decoded(Arc::new(configmap("a", "3", "x")));
+        writer.apply_watcher_event(&watcher::Event::Delete(configmap("a", "3", "x")));
+        assert_eq!(version(&store), None);
+        writer.apply_decoded(Arc::new(configmap("a", "4", "x")));
+        writer.remove(Some("ns"), "a");
+        assert_eq!(version(&store), None);
+
+        // A relist that found another version.
+        writer.apply_decoded(Arc::new(configmap("a", "5", "x")));
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitApply(configmap("a", "6", "y")));
+        assert_eq!(store.resource_version(Some("ns"), "a").as_deref(), Some("5"));
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        assert_eq!(version(&store).as_deref(), Some("6"));
+        assert_eq!(store.fresh().len(), 0);
+    }
+
+    #[test]
+    fn a_burst_of_changes_keeps_few_objects_decoded() {
+        let mut writer = Writer::<ConfigMap>::new(Encoding::MessagePack);
+        let store = writer.as_reader();
+        let total = 3 * fresh::CAPACITY;
+        for index in 0..total {
+            writer.apply_decoded(Arc::new(configmap(&format!("m-{index}"), "1", "x")));
+        }
+        assert_eq!(store.fresh().len(), fresh::CAPACITY);
+        assert_eq!(store.len(), total);
+        for index in 0..total {
+            let name = format!("m-{index}");
+            let object = store.get(&key(&name));
+            assert_eq!(object.and_then(|o| o.metadata.name.clone()), Some(name));
+        }
+        assert_eq!(store.fresh().len(), 0, "every kept object was read");
     }
 
     #[test]
@@ -751,8 +767,12 @@ mod tests {
     fn served_objects_read_back_as_cached() -> Result<(), serde_json::Error> {
         use crate::api::{capi, mapi};
         let served = |text: &str| serde_json::from_str::<serde_json::Value>(text);
-        round_trip::<mapi::Machine>(&served(include_str!("../../benches/fixtures/mapi-machine.json"))?)?;
-        round_trip::<capi::Machine>(&served(include_str!("../../benches/fixtures/capi-machine.json"))?)?;
+        round_trip::<mapi::Machine>(&served(include_str!(
+            "../../../benches/fixtures/mapi-machine.json"
+        ))?)?;
+        round_trip::<capi::Machine>(&served(include_str!(
+            "../../../benches/fixtures/capi-machine.json"
+        ))?)?;
         let mapi_set = serde_json::json!({
             "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
             "metadata": {"name": "workers", "namespace": "ns", "resourceVersion": "3"},
