@@ -359,11 +359,25 @@ impl<K: Resource + Serialize> Writer<K> {
     /// using, and keeps it decoded until the store's first read of it: the reconcile the
     /// change triggers then finds it without decoding it again.
     pub fn apply_decoded(&mut self, object: Arc<K>) {
-        let Some(packed) = self.pack(&object) else { return };
+        self.apply_live(&object, Some(Arc::clone(&object)));
+    }
+
+    /// Packs `object` into the live store. The version kept decoded before is dropped
+    /// (it is older now), and `keep` (this version, decoded) kept in its place.
+    fn apply_live(&mut self, object: &K, keep: Option<Arc<K>>) {
+        let Some(packed) = self.pack(object) else { return };
+        let meta = object.meta();
         let displaced = {
             let mut objects = self.store.write();
-            insert(&mut objects, object.meta(), packed);
-            self.store.fresh().put(object)
+            insert(&mut objects, meta, packed);
+            let mut fresh = self.store.fresh();
+            match keep {
+                Some(decoded) => fresh.put(decoded),
+                None => {
+                    let name = meta.name.as_deref().unwrap_or_default();
+                    [fresh.take(meta.namespace.as_deref(), name), None]
+                }
+            }
         };
         drop(displaced);
     }
@@ -421,20 +435,7 @@ impl<K: Resource + Serialize> Writer<K> {
                     .ready
                     .send_if_modified(|ready| !std::mem::replace(ready, true));
             }
-            watcher::Event::Apply(object) => {
-                if let Some(packed) = self.pack(object) {
-                    let mut objects = self.store.write();
-                    insert(&mut objects, object.meta(), packed);
-                    // A version kept decoded is older now.
-                    let meta = object.meta();
-                    let older = self.store.fresh().take(
-                        meta.namespace.as_deref(),
-                        meta.name.as_deref().unwrap_or_default(),
-                    );
-                    drop(objects);
-                    drop(older);
-                }
-            }
+            watcher::Event::Apply(object) => self.apply_live(object, None),
             watcher::Event::Delete(object) => {
                 let meta = object.meta();
                 self.remove(
