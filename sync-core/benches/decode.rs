@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sync_core::api::{capi, mapi};
 use sync_core::lenient::Lenient;
-use sync_core::store::{Encoding, Writer};
+use sync_core::store::{Encoding, Store, Writer};
 
 const ROUNDS: usize = 7;
 const PAIRS: u32 = 20_000;
@@ -73,7 +73,7 @@ fn main() -> BenchResult<()> {
             read,
         );
     }
-    let (mapi_cache, capi_cache) = (cache(&mapi_object), cache(&capi_object));
+    let (mut mapi_cache, mut capi_cache) = (cache(&mapi_object), cache(&capi_object));
     let write = median(|| {
         mapi_cache.write();
         capi_cache.write();
@@ -92,7 +92,8 @@ fn main() -> BenchResult<()> {
 /// A store of `K` as the caches keep them, its dictionary another object of the fleet,
 /// and the watch event that writes the measured object.
 struct Cache<K> {
-    writer: std::cell::RefCell<Writer<K>>,
+    writer: Writer<K>,
+    store: Store<K>,
     event: watcher::Event<K>,
     namespace: Option<String>,
     name: String,
@@ -106,7 +107,8 @@ fn cache<K: Resource + Clone + Serialize>(object: &K) -> Cache<K> {
     let event = watcher::Event::Apply(object.clone());
     writer.apply_watcher_event(&event);
     Cache {
-        writer: std::cell::RefCell::new(writer),
+        store: writer.as_reader(),
+        writer,
         event,
         namespace: object.meta().namespace.clone(),
         name: object.meta().name.clone().unwrap_or_default(),
@@ -114,13 +116,12 @@ fn cache<K: Resource + Clone + Serialize>(object: &K) -> Cache<K> {
 }
 
 impl<K: Resource + Serialize + DeserializeOwned> Cache<K> {
-    fn write(&self) {
-        self.writer.borrow_mut().apply_watcher_event(&self.event);
+    fn write(&mut self) {
+        self.writer.apply_watcher_event(&self.event);
     }
 
     fn read(&self) -> BenchResult<std::sync::Arc<K>> {
-        let store = self.writer.borrow().as_reader();
-        store
+        self.store
             .get_named(self.namespace.as_deref(), &self.name)
             .ok_or_else(|| "the object is cached".into())
     }
