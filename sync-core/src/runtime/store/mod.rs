@@ -19,6 +19,7 @@
 //! [`Writer::apply_decoded`] is also kept decoded until its first read (`fresh`).
 
 mod fresh;
+mod meta;
 mod packed;
 
 use std::collections::HashMap;

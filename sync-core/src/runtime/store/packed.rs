@@ -1,8 +1,11 @@
 //! A cached object's bytes: its encoding ([`Encoding`]), compressed against the store's
 //! dictionary, after its resourceVersion, in one allocation ([`Packed`]).
 
+use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use super::meta::{CompactMeta, ReadMeta, WithoutMeta};
 
 /// One cached object in one allocation: its resourceVersion (compared without decoding)
 /// and its encoding as an LZ4 block against the store's dictionary, each with its length
@@ -86,26 +89,33 @@ pub enum Encoding {
     /// MessagePack with field names (so that optional and flattened fields, and JSON
     /// values, round-trip as in JSON), for a type with plain serde code, or one that
     /// writes a binary form when its serializer is not human-readable (`RawObject`,
-    /// `InfraObject`): the pairs' kinds and the infrastructure objects.
+    /// `InfraObject`): the pairs' kinds and the infrastructure objects. The metadata is
+    /// written apart, compactly (`meta`).
     MessagePack,
 }
 
 impl Encoding {
     /// `object` encoded, appended to `into`.
-    pub fn encode<K: Serialize>(self, object: &K, into: &mut Vec<u8>) -> Result<(), String> {
+    pub fn encode<K: Resource + Serialize>(self, object: &K, into: &mut Vec<u8>) -> Result<(), String> {
         match self {
             Self::Json => serde_json::to_writer(into, object).map_err(|error| error.to_string()),
             Self::MessagePack => {
-                rmp_serde::encode::write_named(into, object).map_err(|error| error.to_string())
+                let parts = (CompactMeta(object.meta()), WithoutMeta(object));
+                rmp_serde::encode::write_named(into, &parts).map_err(|error| error.to_string())
             }
         }
     }
 
     /// `bytes` decoded as `K`.
-    pub fn decode<K: DeserializeOwned>(self, bytes: &[u8]) -> Result<K, String> {
+    pub fn decode<K: Resource + DeserializeOwned>(self, bytes: &[u8]) -> Result<K, String> {
         match self {
             Self::Json => serde_json::from_slice(bytes).map_err(|error| error.to_string()),
-            Self::MessagePack => rmp_serde::from_slice(bytes).map_err(|error| error.to_string()),
+            Self::MessagePack => {
+                let (meta, mut object) =
+                    rmp_serde::from_slice::<(ReadMeta, K)>(bytes).map_err(|error| error.to_string())?;
+                *object.meta_mut() = meta.into();
+                Ok(object)
+            }
         }
     }
 }
