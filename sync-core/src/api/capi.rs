@@ -119,7 +119,12 @@ pub struct MachineStatus {
     pub phase: Option<String>,
     /// Conditions (`metav1.Condition`).
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::conditions::serialize",
+        deserialize_with = "super::times::conditions::deserialize"
+    )]
     pub conditions: Option<Vec<Condition>>,
     /// Addresses of the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,7 +137,12 @@ pub struct MachineStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initialization: Option<MachineInitializationStatus>,
     /// When the phase last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::optional::serialize",
+        deserialize_with = "super::times::optional::deserialize"
+    )]
     pub last_updated: Option<Time>,
     /// Fields kept for the v1beta1 contract (failure reason and message, v1beta1 conditions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,7 +186,12 @@ pub struct V1Beta1Condition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<String>,
     /// When the status last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::optional::serialize",
+        deserialize_with = "super::times::optional::deserialize"
+    )]
     pub last_transition_time: Option<Time>,
     /// Machine-readable reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -320,7 +335,12 @@ pub struct MachineSetStatus {
     pub observed_generation: Option<i64>,
     /// Conditions (`metav1.Condition`).
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::conditions::serialize",
+        deserialize_with = "super::times::conditions::deserialize"
+    )]
     pub conditions: Option<Vec<Condition>>,
     /// Fields kept for the v1beta1 contract (replica counts with v1beta1 meaning, failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -86,7 +86,12 @@ pub struct MachineStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_ref: Option<ObjectReference>,
     /// When the status was last written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::optional::serialize",
+        deserialize_with = "super::times::optional::deserialize"
+    )]
     pub last_updated: Option<Time>,
     /// A terminal problem, machine-readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -275,7 +280,12 @@ pub struct LastOperation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// When.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::optional::serialize",
+        deserialize_with = "super::times::optional::deserialize"
+    )]
     pub last_updated: Option<Time>,
     /// Its state.
     #[serde(default, skip_serializing_if = "Option::is_none")]

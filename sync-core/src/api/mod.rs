@@ -12,6 +12,7 @@ pub mod partial;
 pub mod raw;
 mod schema;
 pub mod sync_status;
+pub(crate) mod times;
 
 pub use authoritative::AuthoritativeApi;
 pub use infra_ref::{AsInfraRef, ContractVersionedObjectReference, GroupKind, InfraRef, MalformedRef};
