@@ -79,7 +79,12 @@ pub struct Condition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<String>,
     /// When the status last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::times::optional::serialize",
+        deserialize_with = "super::times::optional::deserialize"
+    )]
     pub last_transition_time: Option<Time>,
     /// Machine-readable reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,12 +7,15 @@
 //!
 //! For a field, `serialize_with` and `deserialize_with` (schemars reads `with` as a
 //! type): `super::times::optional::{serialize, deserialize}` on an `Option<Time>`,
-//! `super::times::conditions::…` on an `Option<Vec<Condition>>`. Never inside a
-//! `#[serde(flatten)]` struct (`SyncStatus`): serde buffers a flattened field and reads
-//! it back as human-readable, so it would look for the text the numbers replaced.
+//! `super::times::conditions::…` on an `Option<Vec<Condition>>`, which is not for a field
+//! of a `#[serde(flatten)]` struct: serde buffers such a field and replays it as
+//! human-readable (an `Option<Time>` is read in either form for that reason).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use std::fmt;
+
+use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 /// A timestamp as seconds and nanoseconds since the Unix epoch.
@@ -40,13 +43,51 @@ pub(crate) mod optional {
         }
     }
 
+    /// Either form, whatever the deserializer says it is: a field of a flattened struct
+    /// (`SyncStatus` in a MAPI status) is buffered by serde and replayed as
+    /// human-readable, though MessagePack wrote its numbers.
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Time>, D::Error> {
-        if deserializer.is_human_readable() {
-            Option::<Time>::deserialize(deserializer)
-        } else {
-            Option::<Stamp>::deserialize(deserializer)?
-                .map(from_stamp)
-                .transpose()
+        deserializer.deserialize_option(Optional)
+    }
+
+    struct Optional;
+
+    impl<'de> Visitor<'de> for Optional {
+        type Value = Option<Time>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an optional timestamp")
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_any(TextOrStamp).map(Some)
+        }
+    }
+
+    /// The API's RFC 3339 text, or a [`Stamp`].
+    struct TextOrStamp;
+
+    impl<'de> Visitor<'de> for TextOrStamp {
+        type Value = Time;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an RFC 3339 timestamp, or seconds and nanoseconds")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Time, E> {
+            text.parse::<Timestamp>().map(Time).map_err(E::custom)
+        }
+
+        fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Time, A::Error> {
+            from_stamp(Stamp::deserialize(de::value::SeqAccessDeserializer::new(seq))?)
         }
     }
 }
@@ -175,6 +216,49 @@ mod tests {
             rmp_serde::from_slice::<Fields>(&rmp_serde::to_vec_named(&none)?)?,
             none
         );
+        Ok(())
+    }
+
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    struct Outer {
+        name: String,
+        #[serde(flatten)]
+        inner: Inner,
+    }
+
+    #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+    struct Inner {
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "optional::serialize",
+            deserialize_with = "optional::deserialize"
+        )]
+        time: Option<Time>,
+    }
+
+    /// In a flattened struct a time reads back from MessagePack (replayed by serde as
+    /// human-readable) and from JSON; a missing or null one is `None`; other input fails.
+    #[test]
+    fn a_flattened_time_reads_back_in_either_form() -> TestResult {
+        let outer = Outer {
+            name: "n".into(),
+            inner: Inner {
+                time: Some(Time(Timestamp::new(1_764_979_200, 7)?)),
+            },
+        };
+        let bytes = rmp_serde::to_vec_named(&outer)?;
+        assert_eq!(rmp_serde::from_slice::<Outer>(&bytes)?, outer);
+        let text = serde_json::to_string(&outer)?;
+        assert_eq!(text, r#"{"name":"n","time":"2025-12-06T00:00:00Z"}"#);
+        let from_text: Outer = serde_json::from_str(&text)?;
+        assert_eq!(from_text.inner.time.map(|t| t.0.as_second()), Some(1_764_979_200));
+        for absent in [r#"{"name":"n"}"#, r#"{"name":"n","time":null}"#] {
+            assert_eq!(serde_json::from_str::<Outer>(absent)?.inner.time, None);
+        }
+        for bad in [r#"{"name":"n","time":"yesterday"}"#, r#"{"name":"n","time":5}"#] {
+            assert!(serde_json::from_str::<Outer>(bad).is_err(), "{bad}");
+        }
         Ok(())
     }
 
