@@ -43,11 +43,17 @@ pub(crate) mod optional {
         }
     }
 
-    /// Either form, whatever the deserializer says it is: a field of a flattened struct
-    /// (`SyncStatus` in a MAPI status) is buffered by serde and replayed as
-    /// human-readable, though MessagePack wrote its numbers.
+    /// The numbers from a binary format; from a human-readable one either form: a field
+    /// of a flattened struct (`SyncStatus` in a MAPI status) is buffered by serde and
+    /// replayed as human-readable, though MessagePack wrote its numbers.
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Time>, D::Error> {
-        deserializer.deserialize_option(Optional)
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_option(Optional)
+        } else {
+            Option::<Stamp>::deserialize(deserializer)?
+                .map(from_stamp)
+                .transpose()
+        }
     }
 
     struct Optional;
