@@ -43,16 +43,21 @@ impl Serialize for CompactMeta<'_> {
             uid,
         } = self.0;
         (
-            (annotations, creation_timestamp.as_ref().map(stamp)),
-            (
-                deletion_grace_period_seconds,
-                deletion_timestamp.as_ref().map(stamp),
-            ),
-            (finalizers, generate_name, generation, labels),
+            annotations,
+            creation_timestamp.as_ref().map(stamp),
+            deletion_grace_period_seconds,
+            deletion_timestamp.as_ref().map(stamp),
+            finalizers,
+            generate_name,
+            generation,
+            labels,
             managed_fields.as_deref().map(Entries),
-            (name, namespace),
+            name,
+            namespace,
             owner_references.as_deref().map(Owners),
-            (resource_version, self_link, uid),
+            resource_version,
+            self_link,
+            uid,
         )
             .serialize(serializer)
     }
@@ -106,28 +111,44 @@ impl Serialize for Owners<'_> {
 
 type Strings = Option<BTreeMap<String, String>>;
 
-/// What [`CompactMeta`] wrote, read back.
+/// What [`CompactMeta`] wrote, read back: `ObjectMeta`'s fields in their order.
 #[derive(Deserialize)]
 pub(super) struct ReadMeta(
-    (Strings, Option<ReadTime>),
-    (Option<i64>, Option<ReadTime>),
-    (Option<Vec<String>>, Option<String>, Option<i64>, Strings),
+    Strings,
+    Option<ReadTime>,
+    Option<i64>,
+    Option<ReadTime>,
+    Option<Vec<String>>,
+    Option<String>,
+    Option<i64>,
+    Strings,
     Option<Vec<ReadEntry>>,
-    (Option<String>, Option<String>),
+    Option<String>,
+    Option<String>,
     Option<Vec<ReadOwner>>,
-    (Option<String>, Option<String>, Option<String>),
+    Option<String>,
+    Option<String>,
+    Option<String>,
 );
 
 impl From<ReadMeta> for ObjectMeta {
     fn from(read: ReadMeta) -> Self {
         let ReadMeta(
-            (annotations, created),
-            (deletion_grace_period_seconds, deleted),
-            (finalizers, generate_name, generation, labels),
+            annotations,
+            created,
+            deletion_grace_period_seconds,
+            deleted,
+            finalizers,
+            generate_name,
+            generation,
+            labels,
             entries,
-            (name, namespace),
+            name,
+            namespace,
             owners,
-            (resource_version, self_link, uid),
+            resource_version,
+            self_link,
+            uid,
         ) = read;
         Self {
             annotations,
