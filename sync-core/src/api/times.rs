@@ -31,6 +31,16 @@ pub(crate) fn from_stamp<E: de::Error>((seconds, nanoseconds): Stamp) -> Result<
     Timestamp::new(seconds, nanoseconds).map(Time).map_err(E::custom)
 }
 
+/// `items` written as a sequence, each as `row` makes it: the binary forms' lists
+/// (conditions here, managed field entries and owners in the caches' metadata).
+pub(crate) struct Rows<'a, T, F>(pub &'a [T], pub F);
+
+impl<'a, T, R: Serialize, F: Fn(&'a T) -> R> Serialize for Rows<'a, T, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(&self.1))
+    }
+}
+
 /// An `Option<Time>` field.
 pub(crate) mod optional {
     use super::*;
@@ -143,18 +153,9 @@ pub(crate) mod conditions {
     ) -> Result<S::Ok, S::Error> {
         match conditions {
             Some(conditions) if !serializer.is_human_readable() => {
-                serializer.serialize_some(&Binaries(conditions))
+                serializer.serialize_some(&Rows(conditions, binary))
             }
             _ => conditions.serialize(serializer),
-        }
-    }
-
-    /// The conditions as a sequence of arrays.
-    struct Binaries<'a>(&'a [Condition]);
-
-    impl Serialize for Binaries<'_> {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.collect_seq(self.0.iter().map(binary))
         }
     }
 

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::api::times::{Stamp, from_stamp, stamp};
+use crate::api::times::{Rows, Stamp, from_stamp, stamp};
 
 /// `meta` in its compact form.
 pub(super) struct CompactMeta<'a>(pub &'a ObjectMeta);
@@ -51,10 +51,10 @@ impl Serialize for CompactMeta<'_> {
             generate_name,
             generation,
             labels,
-            managed_fields.as_deref().map(Entries),
+            managed_fields.as_deref().map(|entries| Rows(entries, entry_row)),
             name,
             namespace,
-            owner_references.as_deref().map(Owners),
+            owner_references.as_deref().map(|owners| Rows(owners, owner_row)),
             resource_version,
             self_link,
             uid,
@@ -63,50 +63,40 @@ impl Serialize for CompactMeta<'_> {
     }
 }
 
-struct Entries<'a>(&'a [ManagedFieldsEntry]);
-
-impl Serialize for Entries<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|entry| {
-            let ManagedFieldsEntry {
-                api_version,
-                fields_type,
-                fields_v1,
-                manager,
-                operation,
-                subresource,
-                time,
-            } = entry;
-            let time = time.as_ref().map(stamp);
-            (
-                api_version,
-                fields_type,
-                fields_v1,
-                manager,
-                operation,
-                subresource,
-                time,
-            )
-        }))
-    }
+/// A managed field entry's row: its fields in their order, the time a [`Stamp`].
+fn entry_row(entry: &ManagedFieldsEntry) -> impl Serialize + '_ {
+    let ManagedFieldsEntry {
+        api_version,
+        fields_type,
+        fields_v1,
+        manager,
+        operation,
+        subresource,
+        time,
+    } = entry;
+    let time = time.as_ref().map(stamp);
+    (
+        api_version,
+        fields_type,
+        fields_v1,
+        manager,
+        operation,
+        subresource,
+        time,
+    )
 }
 
-struct Owners<'a>(&'a [OwnerReference]);
-
-impl Serialize for Owners<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|owner| {
-            let OwnerReference {
-                api_version,
-                block_owner_deletion,
-                controller,
-                kind,
-                name,
-                uid,
-            } = owner;
-            (api_version, block_owner_deletion, controller, kind, name, uid)
-        }))
-    }
+/// An owner reference's row: its fields in their order.
+fn owner_row(owner: &OwnerReference) -> impl Serialize + '_ {
+    let OwnerReference {
+        api_version,
+        block_owner_deletion,
+        controller,
+        kind,
+        name,
+        uid,
+    } = owner;
+    (api_version, block_owner_deletion, controller, kind, name, uid)
 }
 
 type Strings = Option<BTreeMap<String, String>>;
