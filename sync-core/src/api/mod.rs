@@ -7,6 +7,7 @@ pub mod capi;
 pub mod crds;
 pub mod infra_ref;
 pub mod infrastructure;
+pub(crate) mod json_text;
 pub mod mapi;
 pub mod partial;
 pub mod raw;

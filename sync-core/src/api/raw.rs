@@ -14,6 +14,8 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use super::json_text::{json_text, prints_back_unchanged, transcoded};
+
 /// A JSON object held as compact text.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RawObject(Box<str>);
@@ -73,10 +75,12 @@ impl Serialize for RawObject {
     }
 }
 
-/// Streamed into compact JSON text, in the input's order (an API server sends object
-/// keys sorted, as a `Value` would print them), without building a tree first: every
-/// list decodes a Machine's providerSpec. From a binary format, the text `serialize`
-/// wrote there.
+/// Kept as compact JSON text, in the input's order (an API server sends object keys
+/// sorted, as a `Value` would print them), without building a tree first: every list
+/// decodes a Machine's providerSpec. serde_json's input is cut as it is when serde_json
+/// would print it back unchanged (an API server's compact JSON, most of the time), and
+/// streamed into compact text otherwise. From a binary format, the text `serialize` wrote
+/// there.
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         if !deserializer.is_human_readable() {
@@ -89,10 +93,12 @@ impl<'de> Deserialize<'de> for RawObject {
             }
             return Ok(Self(text.into_boxed_str()));
         }
-        let mut text = Vec::with_capacity(1024);
-        serde_transcode::transcode(deserializer, &mut serde_json::Serializer::new(&mut text))
-            .map_err(D::Error::custom)?;
-        let text = String::from_utf8(text).map_err(D::Error::custom)?;
+        let text = json_text(deserializer)?;
+        let text = if prints_back_unchanged(&text) {
+            text.into_owned()
+        } else {
+            transcoded(&mut serde_json::Deserializer::from_str(&text)).map_err(D::Error::custom)?
+        };
         if !text.starts_with('{') {
             return Err(D::Error::custom(format!("expected a JSON object, got {text}")));
         }
@@ -116,6 +122,8 @@ impl JsonSchema for RawObject {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -150,6 +158,62 @@ mod tests {
         assert_eq!(raw.as_str(), r#"{"b":[1,2.5,{"d":null}],"a":"x\"y"}"#);
         let from_yaml: RawObject = serde_saphyr::from_str("a: 1\nb: [x]\n").unwrap_or_default();
         assert_eq!(from_yaml.as_str(), r#"{"a":1,"b":["x"]}"#);
+    }
+
+    /// The text an input gives is the text a full transcoding gives, whether it was cut
+    /// as it came or transcoded: escapes, whitespace, floats, `-0` and integers of any width.
+    #[test]
+    fn cut_text_is_what_a_transcoding_prints() -> Result<(), serde_json::Error> {
+        for json in [
+            r#"{"a":"\u003c\u0026\u003e","b":"\/","c":"\u00e9"}"#,
+            r#"{"a":-0,"b":1E3,"c":1.50,"d":123456789012345678901234,"e":-9223372036854775808}"#,
+            r#"{"a":123456789012345678,"b":1234567890123456789,"c":[0,-1,true,false,null]}"#,
+            "{\"a\" :\t{\"b\":\r\n[ ]}}",
+        ] {
+            assert_transcoded(json)?;
+        }
+        Ok(())
+    }
+
+    fn assert_transcoded(json: &str) -> Result<(), serde_json::Error> {
+        let raw: RawObject = serde_json::from_str(json)?;
+        let transcoded = transcoded(&mut serde_json::Deserializer::from_str(json))?;
+        assert_eq!(raw.as_str(), transcoded, "{json}");
+        Ok(())
+    }
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "-?[1-9][0-9]{0,24}|0".prop_filter_map("a JSON number", |n| serde_json::from_str(&n).ok()),
+            any::<String>().prop_map(Value::from),
+            "[a-z<>&\"\\/ \n\u{7f}\u{2028}é]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                prop::collection::vec(("[a-z\"é]{0,4}", inner), 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_object_cut_or_transcoded_alike(value in any_json(), pretty in any::<bool>()) {
+            let object = serde_json::json!({ "v": value });
+            let json = if pretty {
+                serde_json::to_string_pretty(&object)
+            } else {
+                serde_json::to_string(&object)
+            };
+            prop_assert!(json.is_ok());
+            prop_assert!(assert_transcoded(&json.unwrap_or_default()).is_ok());
+        }
     }
 
     #[test]

@@ -42,79 +42,6 @@ impl fmt::Display for Malformed {
     }
 }
 
-/// serde_json's name for a raw value: asked for a newtype struct of this name, its
-/// deserializers hand over the value's JSON text rather than decoding it (the protocol of
-/// `serde_json::value::RawValue`, whose own decoding accepts nothing else).
-const RAW_VALUE: &str = "$serde_json::private::RawValue";
-
-/// An object's JSON text, from any deserializer. serde_json's hands over the text it read
-/// (borrowed from the input where it can). One that buffered the object first hands over
-/// its content, printed back: serde does that to a watch event whose `object` comes
-/// before its `type` (JSON keys have no order; kube-apiserver happens to send `type`
-/// first).
-struct ObjectText<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for ObjectText<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_newtype_struct(RAW_VALUE, ObjectTextVisitor)
-    }
-}
-
-struct ObjectTextVisitor;
-
-impl<'de> Visitor<'de> for ObjectTextVisitor {
-    type Value = ObjectText<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    /// serde_json's raw value: one entry, the protocol's name, then the text.
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        match map.next_key_seed(TextSeed)? {
-            Some(key) if key == RAW_VALUE => Ok(ObjectText(map.next_value_seed(TextSeed)?)),
-            _ => Err(A::Error::invalid_type(Unexpected::Map, &self)),
-        }
-    }
-
-    /// Any other deserializer: the value decoded as a tree and printed.
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        let value = serde_json::Value::deserialize(deserializer)?;
-        Ok(ObjectText(Cow::Owned(value.to_string())))
-    }
-}
-
-/// A string, borrowed from the input when the deserializer allows it.
-struct TextSeed;
-
-impl<'de> DeserializeSeed<'de> for TextSeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TextSeed {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JSON text")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(text))
-    }
-
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(text.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(text))
-    }
-}
-
 #[derive(Deserialize)]
 struct MetadataOnly {
     #[serde(default)]
@@ -123,7 +50,7 @@ struct MetadataOnly {
 
 impl<'de, K: DeserializeOwned + Resource> Deserialize<'de> for Lenient<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = ObjectText::deserialize(deserializer)?.0;
+        let text = crate::api::json_text::json_text(deserializer)?;
         // The common case decodes once, plainly but for the field sets (kept as their text,
         // as the caches keep them); only a failure is decoded again to name the field at
         // fault.
@@ -249,17 +176,5 @@ mod tests {
         };
         assert_eq!(bad.metadata.name.as_deref(), Some("bad"));
         assert!(bad.error.starts_with("spec: invalid length 0"), "{}", bad.error);
-    }
-
-    #[test]
-    fn the_text_is_borrowed_from_a_json_input_and_printed_from_anything_else() -> Result<(), serde_json::Error>
-    {
-        let json = r#"{"b": [1, 2.5], "a": "x"}"#;
-        let text = ObjectText::deserialize(&mut serde_json::Deserializer::from_str(json))?;
-        assert!(matches!(text.0, Cow::Borrowed(t) if t == json), "{:?}", text.0);
-        let value: serde_json::Value = serde_json::from_str(json)?;
-        let text = ObjectText::deserialize(value.clone())?;
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&text.0)?, value);
-        Ok(())
     }
 }
