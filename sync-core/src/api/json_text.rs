@@ -150,7 +150,10 @@ mod tests {
         let printed = json_text(value.clone())?;
         assert_eq!(serde_json::from_str::<serde_json::Value>(&printed)?, value);
         let Text(text) = serde_saphyr::from_str("b: [1, 2.5]\na: x\n")?;
-        assert_eq!(text, r#"{"b":[1,2.5],"a":"x"}"#, "streamed in the input's key order");
+        assert_eq!(
+            text, r#"{"b":[1,2.5],"a":"x"}"#,
+            "streamed in the input's key order"
+        );
         Ok(())
     }
 

@@ -188,7 +188,9 @@ mod tests {
             any::<bool>().prop_map(Value::from),
             any::<i64>().prop_map(Value::from),
             any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
             "-?[1-9][0-9]{0,24}|0".prop_filter_map("a JSON number", |n| serde_json::from_str(&n).ok()),
             any::<String>().prop_map(Value::from),
             "[a-z<>&\"\\/ \n\u{7f}\u{2028}é]{0,8}".prop_map(Value::from),

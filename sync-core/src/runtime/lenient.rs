@@ -11,9 +11,7 @@ use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, Deserializer, Error as _, MapAccess, Unexpected, Visitor,
-};
+use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 
 /// An object of type `K`, or the metadata of one that does not decode as `K`.
