@@ -884,15 +884,20 @@ where
 /// missing Machine once, although the creates' events arrive while the set is still
 /// creating (a reconcile on a store that has not seen them all would create more, then
 /// delete the surplus).
+///
+/// The orphan exists before the providers start, so their Machine cache's first list has
+/// it: created after, its event could reach the cache after the set's first reconcile,
+/// which would then rightly create 30 and delete one once it adopts the orphan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mapi_machine_set_adopts_an_orphan_and_creates_each_missing_machine_once() {
-    let mut providers = Providers::start().await;
-    let sets = Api::<mapi::MachineSet>::namespaced(providers.client(), MAPI_NS);
-    let machines = Api::<mapi::Machine>::namespaced(providers.client(), MAPI_NS);
+    let env = common::env().await;
+    let sets = Api::<mapi::MachineSet>::namespaced(env.client(), MAPI_NS);
+    let machines = Api::<mapi::Machine>::namespaced(env.client(), MAPI_NS);
     let selector = json!({"machine.openshift.io/cluster-api-machineset": "workers"});
     let mut orphan = mapi_machine("orphan", "MachineAPI");
     orphan["metadata"]["labels"] = selector.clone();
     create(&machines, orphan).await;
+    let mut providers = Providers::start_on(env).await;
     let (names, recorder) = record_names(machines.clone()).await;
     let mut template = mapi_machine("unused", "MachineAPI");
     create(
