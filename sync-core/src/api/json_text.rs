@@ -21,6 +21,17 @@ pub(crate) fn json_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Co
     deserializer.deserialize_newtype_struct(RAW_VALUE, TextVisitor)
 }
 
+/// [`json_text`] as a seed: the text of a map's value or a sequence's element.
+pub(crate) struct JsonText;
+
+impl<'de> DeserializeSeed<'de> for JsonText {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        json_text(deserializer)
+    }
+}
+
 /// `deserializer`'s next value streamed into compact JSON text, without building a tree.
 pub(crate) fn transcoded<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     let mut text = Vec::with_capacity(1024);

@@ -6,11 +6,12 @@
 //! deep they are. One pass over the object: no outline pass to find the sets first, and no
 //! copy of the text without them.
 
+use std::borrow::Cow;
 use std::fmt;
 
-use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, Visitor};
-use serde_json::value::RawValue;
+
+use crate::api::json_text::json_text;
 
 /// The name `FieldsV1` gives its newtype struct (k8s-openapi's generated decoding).
 const FIELDS_V1: &str = "FieldsV1";
@@ -20,11 +21,11 @@ pub(super) struct SetsAsText<T>(pub(super) T);
 
 /// A field set's text: the set as sent, or, from JSON this crate wrote (the caches', with
 /// the set already kept as text), the string's content.
-fn set_text<E: de::Error>(set: Box<RawValue>) -> Result<String, E> {
-    if set.get().starts_with('"') {
-        serde_json::from_str(set.get()).map_err(E::custom)
+fn set_text<E: de::Error>(set: Cow<'_, str>) -> Result<String, E> {
+    if set.starts_with('"') {
+        serde_json::from_str(&set).map_err(E::custom)
     } else {
-        Ok(String::from(Box::<str>::from(set)))
+        Ok(set.into_owned())
     }
 }
 
@@ -62,7 +63,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for SetsAsText<D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         if name == FIELDS_V1 {
-            let text = set_text::<D::Error>(Box::<RawValue>::deserialize(self.0)?)?;
+            let text = set_text::<D::Error>(json_text(self.0)?)?;
             return visitor.visit_newtype_struct(text.into_deserializer());
         }
         self.0.deserialize_newtype_struct(name, SetsAsText(visitor))

@@ -21,6 +21,7 @@ use serde::ser::{Error as _, SerializeMap};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::api::json_text::JsonText;
 use crate::runtime::field_sets::SetsAsTextSeed;
 
 /// A cached infrastructure object: metadata, and the rest of the object as JSON text
@@ -136,13 +137,13 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 }
                 _ => match body.as_mut() {
                     Some(body) => {
-                        let raw: Box<RawValue> = map.next_value()?;
+                        let raw = map.next_value_seed(JsonText)?;
                         if body.len() > 1 {
                             body.push(',');
                         }
                         body.push_str(&serde_json::to_string(&key).map_err(A::Error::custom)?);
                         body.push(':');
-                        body.push_str(raw.get());
+                        body.push_str(&raw);
                     }
                     None => {
                         map.next_value::<serde::de::IgnoredAny>()?;
