@@ -18,16 +18,16 @@
 //!   own object, never read back from the store.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::runtime::field_sets::SetTrimmer;
 use crate::runtime::lenient::{Lenient, Malformed};
 use crate::runtime::store::{Packed, Store, Writer};
 
@@ -134,6 +134,7 @@ pub async fn reflect_previewing<K>(
     K: Resource + Serialize + DeserializeOwned,
 {
     let mut reflector = Reflector::new(writer);
+    let mut trimmer = SetTrimmer::default();
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -143,7 +144,11 @@ pub async fn reflect_previewing<K>(
                 continue;
             }
         };
-        match without_managed_fields(event) {
+        let event = map_event(event, |mut object| {
+            trimmer.trim(object.meta_mut());
+            object
+        });
+        match event {
             watcher::Event::Init => reflector.relist_started(),
             watcher::Event::InitApply(Lenient::Valid(object)) => {
                 preview(&object);
@@ -293,70 +298,6 @@ fn key(meta: &ObjectMeta) -> (String, String) {
     (namespace, meta.name.clone().unwrap_or_default())
 }
 
-/// Drops the field sets of `metadata.managedFields` entries other than server-side apply
-/// ones before an object is cached, but for the `spec` fields of the main resource they
-/// own (`toolkit::foreign` finds what another writer added to a mirror's spec; on a mirror
-/// nobody else writes spec, so they are rare): update entries' sets can outweigh the rest
-/// of the metadata (controller-runtime users strip them with
-/// `TransformStripManagedFields` for the same reason). Their manager, subresource and
-/// time stay: `toolkit::contest` reads who wrote over the sync last. Apply entries stay
-/// whole: `toolkit::apply` compares what a manager
-/// owns with what it would apply, so that an unchanged mirror is not written again.
-///
-/// A kept entry's field set is stored as its JSON text (`toolkit::owned` reads both
-/// forms): as a `serde_json::Value` tree each of its many small maps is a B-tree node of
-/// ~640 bytes, which made the sets the largest part of a cached mirror; read only when
-/// an apply is compared, they are parsed then. [`Lenient`] decodes them as text already
-/// (`field_sets`); a set that arrives as a tree is printed here.
-fn without_managed_fields<K: Resource>(event: watcher::Event<Lenient<K>>) -> watcher::Event<Lenient<K>> {
-    let strip = |mut object: Lenient<K>| {
-        let meta = object.meta_mut();
-        if let Some(entries) = meta.managed_fields.as_mut() {
-            for entry in entries.iter_mut() {
-                if entry.operation.as_deref() != Some("Apply") {
-                    let main = entry.subresource.as_deref().is_none_or(str::is_empty);
-                    entry.fields_v1 = entry.fields_v1.take().filter(|_| main).and_then(spec_only);
-                } else if let Some(fields) = entry.fields_v1.as_mut()
-                    && !fields.0.is_string()
-                {
-                    fields.0 = serde_json::Value::String(fields.0.to_string());
-                }
-            }
-        }
-        object
-    };
-    match event {
-        watcher::Event::Apply(object) => watcher::Event::Apply(strip(object)),
-        watcher::Event::InitApply(object) => watcher::Event::InitApply(strip(object)),
-        watcher::Event::Delete(object) => watcher::Event::Delete(strip(object)),
-        other => other,
-    }
-}
-
-/// An update entry's field set reduced to its `f:spec` part, as JSON text (`None`: it
-/// owns no spec field, or it is a subresource's).
-///
-/// The part is cut out of the text as it is: the rest of the set is skipped, never built
-/// into a tree (at a fleet's first list, building and printing the trees took a fifth of
-/// the controllers' CPU).
-fn spec_only(fields: FieldsV1) -> Option<FieldsV1> {
-    #[derive(serde::Deserialize)]
-    struct SpecPart<'a> {
-        #[serde(borrow, rename = "f:spec")]
-        spec: Option<&'a serde_json::value::RawValue>,
-    }
-    let spec_text =
-        |spec: &dyn fmt::Display| FieldsV1(serde_json::Value::String(format!("{{\"f:spec\":{spec}}}")));
-    match fields.0 {
-        serde_json::Value::String(text) => {
-            let part = serde_json::from_str::<SpecPart<'_>>(&text).ok()?;
-            Some(spec_text(&part.spec?.get()))
-        }
-        // Rare: a set that arrived as a tree (the caches' decoders keep sets as text).
-        tree => tree.get("f:spec").map(|spec| spec_text(spec)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -425,66 +366,6 @@ mod tests {
                 // Gone meanwhile: reported, and no longer stored.
                 ("b".to_owned(), None),
                 ("a".to_owned(), Some("6".to_owned())),
-            ]
-        );
-    }
-
-    /// Update entries keep only their `f:spec` part of the main resource, as text; apply
-    /// entries keep their whole set; a tree is read like text.
-    #[test]
-    fn managed_fields_keep_apply_sets_and_the_spec_part_of_update_sets() {
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-        let set = r#"{"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{".":{}}}}}"#;
-        let entry = |manager: &str, operation: &str, subresource: Option<&str>, fields: serde_json::Value| {
-            ManagedFieldsEntry {
-                manager: Some(manager.into()),
-                operation: Some(operation.into()),
-                subresource: subresource.map(Into::into),
-                fields_v1: Some(FieldsV1(fields)),
-                ..ManagedFieldsEntry::default()
-            }
-        };
-        let text = |t: &str| serde_json::Value::String(t.to_owned());
-        let Ok(tree) = serde_json::from_str::<serde_json::Value>(set) else {
-            panic!("the set parses");
-        };
-        let mut object = configmap("a", "1");
-        object.meta_mut().managed_fields = Some(vec![
-            entry("sync", "Apply", None, text(set)),
-            entry("user", "Update", None, text(set)),
-            entry("tree", "Update", None, tree.clone()),
-            entry("status", "Update", Some("status"), text(set)),
-            entry(
-                "labels",
-                "Update",
-                None,
-                text(r#"{"f:metadata":{"f:labels":{}}}"#),
-            ),
-            entry("applied-tree", "Apply", None, tree),
-        ]);
-        let watcher::Event::Apply(mut stripped) = without_managed_fields(watcher::Event::Apply(object))
-        else {
-            panic!("an Apply stays an Apply");
-        };
-        let sets: Vec<_> = stripped
-            .meta_mut()
-            .managed_fields
-            .take()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| (e.manager.unwrap_or_default(), e.fields_v1.map(|f| f.0)))
-            .collect();
-        let spec = r#"{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{".":{}}}}}"#;
-        assert_eq!(
-            sets,
-            [
-                ("sync".to_owned(), Some(text(set))),
-                ("user".to_owned(), Some(text(spec))),
-                ("tree".to_owned(), Some(text(spec))),
-                ("status".to_owned(), None),
-                ("labels".to_owned(), None),
-                // Printed: its keys are in the text's (sorted) order already.
-                ("applied-tree".to_owned(), Some(text(set))),
             ]
         );
     }

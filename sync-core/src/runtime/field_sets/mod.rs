@@ -5,8 +5,10 @@
 //! caches keep it as text anyway (`reflect`): a list of 10,000 objects spent more time
 //! building and printing those trees than decoding the objects. Here each set's text is
 //! captured as it is while the rest decodes plainly, in the same pass ([`text`]);
-//! `toolkit::owned` parses a set only when an apply is compared.
+//! `toolkit::owned` parses a set only when an apply is compared. Which sets a cache keeps,
+//! and of which only a part, is [`kept`]'s.
 
+mod kept;
 mod text;
 
 use std::marker::PhantomData;
@@ -14,6 +16,7 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 
+pub(crate) use kept::SetTrimmer;
 use text::SetsAsText;
 
 /// `text` decoded as `K`, its field sets as their JSON text (`Value::String`).
