@@ -27,7 +27,7 @@ use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::runtime::field_sets::SetTrimmer;
+use crate::runtime::field_sets;
 use crate::runtime::lenient::{Lenient, Malformed};
 use crate::runtime::store::{Packed, Store, Writer};
 
@@ -134,7 +134,6 @@ pub async fn reflect_previewing<K>(
     K: Resource + Serialize + DeserializeOwned,
 {
     let mut reflector = Reflector::new(writer);
-    let mut trimmer = SetTrimmer::default();
     futures::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -145,7 +144,7 @@ pub async fn reflect_previewing<K>(
             }
         };
         let event = map_event(event, |mut object| {
-            trimmer.trim(object.meta_mut());
+            field_sets::trim(object.meta_mut());
             object
         });
         match event {

@@ -14,70 +14,37 @@
 //! which made the sets the largest part of a cached mirror. The caches' decoders keep them
 //! as text already ([`super::object`]); a set that arrives as a tree is printed here.
 
-use std::collections::HashMap;
-use std::fmt;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ObjectMeta};
 use serde_json::Value;
 
-/// How many update sets' `spec` parts one watch remembers before it starts over.
-const REMEMBERED_CUTS: usize = 64;
-
-/// Trims the field sets of one watch's objects, remembering the `spec` parts it cut.
-///
-/// A fleet's update sets repeat: a set lists field names, not values, so one manager
-/// writing the same fields of every object writes the same set, and an object's entries
-/// stay the same across most of its events. Cutting a set means scanning all of its text
-/// (at 10 000 Machine pairs, ~4 % of the CPU a watch event costs); looking a set up is
-/// one hash of it. Bounded: emptied when full, so a fleet whose sets all differ costs one
-/// hash and one insertion more per set.
-#[derive(Default)]
-pub(crate) struct SetTrimmer {
-    /// Each set's text → its `spec` part as text (`None`: it has none).
-    spec_cuts: HashMap<String, Option<String>, foldhash::fast::RandomState>,
+/// Trims `meta`'s managed field sets to what a cache keeps.
+pub(crate) fn trim(meta: &mut ObjectMeta) {
+    for entry in meta.managed_fields.iter_mut().flatten() {
+        let Some(fields) = entry.fields_v1.take() else {
+            continue;
+        };
+        entry.fields_v1 = if entry.operation.as_deref() == Some("Apply") {
+            Some(as_text(fields))
+        } else if entry.subresource.as_deref().is_none_or(str::is_empty) {
+            spec_part(fields)
+        } else {
+            None
+        };
+    }
 }
 
-impl SetTrimmer {
-    /// Trims `meta`'s managed field sets to what a cache keeps.
-    pub(crate) fn trim(&mut self, meta: &mut ObjectMeta) {
-        for entry in meta.managed_fields.iter_mut().flatten() {
-            let Some(fields) = entry.fields_v1.take() else {
-                continue;
-            };
-            entry.fields_v1 = if entry.operation.as_deref() == Some("Apply") {
-                Some(as_text(fields))
-            } else if entry.subresource.as_deref().is_none_or(str::is_empty) {
-                self.spec_part(fields)
-            } else {
-                None
-            };
-        }
-    }
-
-    /// An update set reduced to its `f:spec` part, as text (`None`: it has none).
-    fn spec_part(&mut self, fields: FieldsV1) -> Option<FieldsV1> {
-        let text = match fields.0 {
-            Value::String(text) => text,
-            // Rare: a set that arrived as a tree.
-            tree => {
-                return tree
-                    .get("f:spec")
-                    .map(|spec| FieldsV1(Value::String(spec_only(spec))));
-            }
-        };
-        let cut = match self.spec_cuts.get(&text) {
-            Some(cut) => cut.clone(),
-            None => {
-                let cut = spec_text(&text);
-                if self.spec_cuts.len() >= REMEMBERED_CUTS {
-                    self.spec_cuts.clear();
-                }
-                self.spec_cuts.insert(text, cut.clone());
-                cut
-            }
-        };
-        cut.map(|cut| FieldsV1(Value::String(cut)))
-    }
+/// An update set reduced to its `f:spec` part, as text (`None`: it has none).
+///
+/// Not remembered between objects: a set lists field names, not values, but owner
+/// references are keyed by uid (`k:{"uid":...}`), so the sets of a fleet's objects
+/// differ (on the bench's fleet a memory of cut parts found none again).
+fn spec_part(fields: FieldsV1) -> Option<FieldsV1> {
+    let text = match fields.0 {
+        Value::String(text) => spec_text(&text)?,
+        // Rare: a set that arrived as a tree.
+        tree => spec_only(&tree.get("f:spec")?.to_string()),
+    };
+    Some(FieldsV1(Value::String(text)))
 }
 
 /// A set as its JSON text.
@@ -98,12 +65,17 @@ fn spec_text(text: &str) -> Option<String> {
         spec: Option<&'a serde_json::value::RawValue>,
     }
     let part = serde_json::from_str::<SpecPart<'_>>(text).ok()?;
-    Some(spec_only(&part.spec?.get()))
+    Some(spec_only(part.spec?.get()))
 }
 
-/// The text of the set holding only `spec`.
-fn spec_only(spec: &dyn fmt::Display) -> String {
-    format!("{{\"f:spec\":{spec}}}")
+/// The text of the set holding only `spec`, given as text.
+fn spec_only(spec: &str) -> String {
+    const OPEN: &str = "{\"f:spec\":";
+    let mut text = String::with_capacity(OPEN.len() + spec.len() + 1);
+    text.push_str(OPEN);
+    text.push_str(spec);
+    text.push('}');
+    text
 }
 
 #[cfg(test)]
@@ -130,12 +102,12 @@ mod tests {
     }
 
     /// Each entry's (manager, kept set) after trimming `entries`.
-    fn trimmed(trimmer: &mut SetTrimmer, entries: Vec<ManagedFieldsEntry>) -> Vec<(String, Option<Value>)> {
+    fn trimmed(entries: Vec<ManagedFieldsEntry>) -> Vec<(String, Option<Value>)> {
         let mut meta = ObjectMeta {
             managed_fields: Some(entries),
             ..ObjectMeta::default()
         };
-        trimmer.trim(&mut meta);
+        trim(&mut meta);
         meta.managed_fields
             .unwrap_or_default()
             .into_iter()
@@ -149,25 +121,22 @@ mod tests {
     #[test]
     fn apply_sets_stay_whole_and_update_sets_keep_their_spec_part() -> Result<(), serde_json::Error> {
         let tree: Value = serde_json::from_str(SET)?;
-        let sets = trimmed(
-            &mut SetTrimmer::default(),
-            vec![
-                entry("sync", "Apply", None, text(SET)),
-                entry("user", "Update", None, text(SET)),
-                entry("tree", "Update", None, tree.clone()),
-                entry("status", "Update", Some("status"), text(SET)),
-                entry("empty-subresource", "Update", Some(""), text(SET)),
-                entry(
-                    "labels",
-                    "Update",
-                    None,
-                    text(r#"{"f:metadata":{"f:labels":{}}}"#),
-                ),
-                entry("not-a-set", "Update", None, text("[1,")),
-                // Printed: its keys are in the text's (sorted) order already.
-                entry("applied-tree", "Apply", None, tree),
-            ],
-        );
+        let sets = trimmed(vec![
+            entry("sync", "Apply", None, text(SET)),
+            entry("user", "Update", None, text(SET)),
+            entry("tree", "Update", None, tree.clone()),
+            entry("status", "Update", Some("status"), text(SET)),
+            entry("empty-subresource", "Update", Some(""), text(SET)),
+            entry(
+                "labels",
+                "Update",
+                None,
+                text(r#"{"f:metadata":{"f:labels":{}}}"#),
+            ),
+            entry("not-a-set", "Update", None, text("[1,")),
+            // Printed: its keys are in the text's (sorted) order already.
+            entry("applied-tree", "Apply", None, tree),
+        ]);
         let expected = [
             ("sync", Some(text(SET))),
             ("user", Some(text(SPEC))),
@@ -181,32 +150,5 @@ mod tests {
         .map(|(manager, set)| (manager.to_owned(), set));
         assert_eq!(sets, expected);
         Ok(())
-    }
-
-    /// A set met again gives the same part without being cut again, and a full memory
-    /// starts over rather than growing.
-    #[test]
-    fn cut_parts_are_remembered_up_to_a_bound() {
-        let mut trimmer = SetTrimmer::default();
-        let labels = r#"{"f:metadata":{"f:labels":{}}}"#;
-        for _ in 0..2 {
-            let sets = trimmed(
-                &mut trimmer,
-                vec![
-                    entry("user", "Update", None, text(SET)),
-                    entry("labels", "Update", None, text(labels)),
-                ],
-            );
-            assert_eq!(sets[0].1, Some(text(SPEC)));
-            assert_eq!(sets[1].1, None);
-        }
-        assert_eq!(trimmer.spec_cuts.len(), 2);
-        assert_eq!(trimmer.spec_cuts.get(SET), Some(&Some(SPEC.to_owned())));
-        for i in 0..REMEMBERED_CUTS * 2 {
-            let set = format!(r#"{{"f:spec":{{"f:n{i}":{{}}}}}}"#);
-            let sets = trimmed(&mut trimmer, vec![entry("user", "Update", None, text(&set))]);
-            assert_eq!(sets[0].1, Some(text(&set)), "a set of spec only is its own part");
-            assert!(trimmer.spec_cuts.len() <= REMEMBERED_CUTS);
-        }
     }
 }

@@ -16,7 +16,7 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer};
 
-pub(crate) use kept::SetTrimmer;
+pub(crate) use kept::trim;
 use text::SetsAsText;
 
 /// `text` decoded as `K`, its field sets as their JSON text (`Value::String`).
