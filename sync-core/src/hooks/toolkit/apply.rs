@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::contest::{self, Contested};
 use super::owned::owned_by;
+pub use super::patch::Part;
 use super::settle::settle;
 
 /// Why a write failed: the API server's answer, or a contest with another writer that
@@ -46,15 +47,6 @@ pub fn find_contest<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<
 
 /// The annotation CAPI's conversion webhooks keep lossy fields in; never compared.
 pub const CONVERSION_DATA_ANNOTATION: &str = "cluster.x-k8s.io/conversion-data";
-
-/// The part of an object an apply writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// Metadata (labels, annotations, owner references, finalizers) and spec: the object.
-    Object,
-    /// `status`, through the status subresource.
-    Status,
-}
 
 /// What [`apply`] did.
 #[derive(Debug)]
@@ -171,10 +163,7 @@ where
     }
     let name = desired.name_any();
     let params = PatchParams::apply(manager).force();
-    let written = match part {
-        Part::Object => api.patch(&name, &params, &Patch::Apply(&body)).await?,
-        Part::Status => api.patch_status(&name, &params, &Patch::Apply(&body)).await?,
-    };
+    let written = super::patch::patch(api, part, &name, &params, &Patch::Apply(&body)).await?;
     change.log(&describe::<K>(types, &written, part), manager, part);
     Ok(Applied::Written(Box::new(written)))
 }

@@ -12,6 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
+use super::patch::Part;
 use crate::api::mapi::Condition;
 use crate::pair::MapiObject;
 
@@ -114,8 +115,7 @@ where
         "status": status,
     });
     let params = PatchParams::apply(manager).force();
-    api.patch_status(&mapi.name_any(), &params, &Patch::Apply(&body))
-        .await
+    super::patch::patch(api, Part::Status, &mapi.name_any(), &params, &Patch::Apply(&body)).await
 }
 
 /// Applies the one condition `report` under `manager` unless the live one already says

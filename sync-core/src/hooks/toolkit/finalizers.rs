@@ -11,6 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
+use super::patch::Part;
 use crate::hooks::StaleRead;
 
 /// The finalizer the sync controllers keep on both sides of a pair (and on the
@@ -35,15 +36,16 @@ async fn send<K>(api: &Api<K>, object: &K, ops: Vec<PatchOperation>) -> Result<b
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
-    let result = api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(json_patch::Patch(ops)),
-        )
-        .await;
+    let result = super::patch::patch_unread(
+        api,
+        Part::Object,
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::<()>::Json(json_patch::Patch(ops)),
+    )
+    .await;
     match result {
-        Ok(_) => Ok(true),
+        Ok(()) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 422 => Err(StaleRead {
             what: format!(
                 "the finalizers of {}/{}",

@@ -15,6 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::patch::Part;
+
 /// What other writers did to a mirror's spec, as paths below `spec`
 /// (`["minReadySeconds"]`, `["template", "spec", "version"]`).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -129,7 +131,14 @@ where
         field_manager: Some(manager.to_owned()),
         ..PatchParams::default()
     };
-    api.patch(&live.name_any(), &params, &Patch::Merge(&patch)).await
+    super::patch::patch(
+        api,
+        Part::Object,
+        &live.name_any(),
+        &params,
+        &Patch::Merge(&patch),
+    )
+    .await
 }
 
 fn null_at(map: &mut Map<String, Value>, path: &[String]) {

@@ -11,6 +11,7 @@
 //! | [`authority`] | `status.authoritativeAPI`: the migration's writes, the final one resetting the sync state |
 //! | [`finalizers`] | ensure, release, release after another finalizer is gone |
 //! | [`pause`] | the `cluster.x-k8s.io/paused` annotation and the `Paused` condition |
+//! | `patch` | the patches above, the API server's answer decoded with its field sets as text, or not at all |
 //! | [`report`] | a failed sync: `Synchronized=False`, a Warning Event, no hot retry |
 pub mod apply;
 pub mod authority;
@@ -19,6 +20,7 @@ pub mod contest;
 pub mod finalizers;
 pub mod foreign;
 pub mod owned;
+mod patch;
 pub mod pause;
 pub mod report;
 mod settle;
