@@ -23,7 +23,8 @@ pub fn owned_by(
             && e.subresource.as_deref().filter(|s| !s.is_empty()) == subresource
     }) {
         match entry.fields_v1.as_ref().map(|fields| &fields.0) {
-            // As the caches and the toolkit's patches keep it (`runtime::field_sets`): the set's JSON text.
+            // As the caches and the toolkit's patches keep it (`runtime::field_sets`): the
+            // set's JSON text.
             Some(Value::String(text)) => {
                 if let Ok(fields) = serde_json::from_str::<Value>(text) {
                     merge(&mut owned, project(&fields, object));

@@ -37,7 +37,7 @@ pub(crate) fn trim(meta: &mut ObjectMeta) {
 ///
 /// Not remembered between objects: a set lists field names, not values, but owner
 /// references are keyed by uid (`k:{"uid":...}`), so the sets of a fleet's objects
-/// differ (on the bench's fleet a memory of cut parts found none again).
+/// differ (on the bench's fleet a memory of cut parts almost never found one again).
 fn spec_part(fields: FieldsV1) -> Option<FieldsV1> {
     let text = match fields.0 {
         Value::String(text) => spec_text(&text)?,
