@@ -33,7 +33,7 @@ pub async fn set<M>(
     controller: &str,
     mapi: &M,
     value: &AuthoritativeApi,
-) -> Result<M, kube::Error>
+) -> Result<(), kube::Error>
 where
     M: MapiObject + Resource<DynamicType = ()>,
 {
@@ -53,7 +53,7 @@ pub async fn complete<M>(
     controller: &str,
     mapi: &M,
     to: &AuthoritativeApi,
-) -> Result<M, kube::Error>
+) -> Result<(), kube::Error>
 where
     M: MapiObject + Resource<DynamicType = ()>,
 {

@@ -104,7 +104,10 @@ pub fn find<'m, M: MapiObject>(mapi: &'m M, type_: &str) -> Option<&'m Condition
 }
 
 /// Applies `status` (a fragment of the object's status) under `manager`, with force.
-pub async fn apply_status<M>(api: &Api<M>, manager: &str, mapi: &M, status: Value) -> Result<M, kube::Error>
+///
+/// The API server's answer is checked to be a success and not decoded: no writer of a
+/// status reads it back, and the new version reaches the caches through their watch.
+pub async fn apply_status<M>(api: &Api<M>, manager: &str, mapi: &M, status: Value) -> Result<(), kube::Error>
 where
     M: MapiObject + Resource<DynamicType = ()>,
 {
@@ -115,7 +118,7 @@ where
         "status": status,
     });
     let params = PatchParams::apply(manager).force();
-    super::patch::patch(api, Part::Status, &mapi.name_any(), &params, &Patch::Apply(&body)).await
+    super::patch::patch_unread(api, Part::Status, &mapi.name_any(), &params, &Patch::Apply(&body)).await
 }
 
 /// Applies the one condition `report` under `manager` unless the live one already says
