@@ -85,7 +85,9 @@ fn project(fields: &Value, value: &Value) -> Value {
                 }
             }
             // Keep the live order, so that comparing with a desired list is order-exact.
-            out.sort_by_key(|item| {
+            // Each item's position is found once: a sort asks for keys O(n log n) times,
+            // and each is a deep search of the live list.
+            out.sort_by_cached_key(|item| {
                 items
                     .iter()
                     .position(|live| contains(live, item))
