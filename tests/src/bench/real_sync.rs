@@ -508,6 +508,10 @@ pub struct RealOutcome {
     pub converge_quiet_ms: f64,
     /// The controllers' CPU time until quiet.
     pub converge_cpu_ms: f64,
+    /// The CPU of the rest of the bench process until quiet: the in-process API server
+    /// taking the writes and serving the watches (and the bench's own watch of the MAPI
+    /// objects' conditions).
+    pub converge_server_cpu_ms: f64,
     /// Requests until quiet.
     pub converge_requests: Value,
     /// Hook calls and reconciles until quiet.
@@ -516,6 +520,8 @@ pub struct RealOutcome {
     pub converge_reconciles: usize,
     /// The floor's wall time.
     pub floor_ms: f64,
+    /// The bench process's CPU during the floor: the API server and the plain client.
+    pub floor_cpu_ms: f64,
     /// The floor's requests.
     pub floor_requests: Value,
     /// Objects the floor wrote (created or brought to their state).
@@ -610,19 +616,24 @@ pub async fn run(
     ));
 
     // Converge.
+    let process_cpu = || super::procfs::process_cpu(std::process::id()).unwrap_or_default();
     let kubeconfig = writers.controllers.clone();
+    let cpu_before = process_cpu();
     let controllers = Controllers::start(&kubeconfig, 0, platform)?;
     fleet_synchronized(&env.client(), fleet, bound).await?;
     let converged_ms = ms(controllers.started().elapsed());
     let converge_quiet = controllers.quiet(0, bound).await?;
-    let converge_cpu_ms = ms(controllers.cpu());
+    let converge_cpu = controllers.cpu();
+    let converge_cpu_ms = ms(converge_cpu);
+    let converge_server_cpu_ms = ms(process_cpu().saturating_sub(cpu_before + converge_cpu));
     let converge = controllers.requests.snapshot();
     let (converge_reconciles, converge_hook_calls) = controllers.observer.counts();
     progress(&format!(
-        "  converge: synchronized after {:.2} s, quiet after {:.2} s, CPU {:.2} s, {} hook calls; requests: {}",
+        "  converge: synchronized after {:.2} s, quiet after {:.2} s, CPU {:.2} s (the API server's {:.2} s), {} hook calls; requests: {}",
         converged_ms / 1e3,
         converge_quiet.as_secs_f64(),
         converge_cpu_ms / 1e3,
+        converge_server_cpu_ms / 1e3,
         converge_hook_calls,
         converge.summary()
     ));
@@ -663,7 +674,6 @@ pub async fn run(
 
     // Restart over the synchronized fleet.
     let rv = env.resource_version();
-    let process_cpu = || super::procfs::process_cpu(std::process::id()).unwrap_or_default();
     let cpu_before = process_cpu();
     let controllers = Controllers::start(&kubeconfig, 1, platform)?;
     // Every pair is reconciled once at a restart (its objects' list events).
@@ -730,12 +740,15 @@ pub async fn run(
     let env = start_env(platform, false).await?;
     fill_mapi(&env.client(), fleet, platform).await?;
     fill::warm(&env.client(), &fill::namespaces()).await.ok();
+    let cpu_before = process_cpu();
     let (floor_time, floor_requests) = floor(&env, &converged).await?;
+    let floor_cpu_ms = ms(process_cpu().saturating_sub(cpu_before));
     env.stop().await;
     progress(&format!(
-        "  floor: {} objects written in {:.2} s; requests: {}",
+        "  floor: {} objects written in {:.2} s, CPU {:.2} s (the API server's and the plain client's); requests: {}",
         converged.objects(),
         floor_time.as_secs_f64(),
+        floor_cpu_ms / 1e3,
         floor_requests.summary()
     ));
 
@@ -744,11 +757,13 @@ pub async fn run(
         converged_ms,
         converge_quiet_ms: ms(converge_quiet),
         converge_cpu_ms,
+        converge_server_cpu_ms,
         converge_writes: converge.writes(),
         converge_requests: converge.to_json(),
         converge_hook_calls,
         converge_reconciles,
         floor_ms: ms(floor_time),
+        floor_cpu_ms,
         floor_writes: floor_requests.writes(),
         floor_requests: floor_requests.to_json(),
         floor_objects: converged.objects(),
