@@ -224,6 +224,68 @@ async fn selectors_and_pagination() -> TestResult {
     Ok(())
 }
 
+/// Pages of one namespace stay in it, and each says how many items remain, as
+/// kube-apiserver's do; pages across namespaces read on from one to the next.
+#[tokio::test]
+async fn pages_stay_in_their_namespace_and_count_what_remains() -> TestResult {
+    let env = TestEnv::start().await?;
+    let namespaces: Api<Namespace> = Api::all(env.client());
+    for (namespace, count) in [("a", 1), ("ns", 5), ("ns-2", 2)] {
+        let object = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        namespaces.create(&PostParams::default(), &object).await?;
+        let api: Api<ConfigMap> = Api::namespaced(env.client(), namespace);
+        for i in 0..count {
+            api.create(&PostParams::default(), &cm(&format!("cm-{i}")))
+                .await?;
+        }
+    }
+    let pages = |api: Api<ConfigMap>| async move {
+        let (mut seen, mut params) = (Vec::new(), ListParams::default().limit(2));
+        loop {
+            let page = api.list(&params).await?;
+            let names = page
+                .items
+                .iter()
+                .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()));
+            seen.push((names.collect::<Vec<_>>(), page.metadata.remaining_item_count));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok::<_, kube::Error>(seen),
+            }
+        }
+    };
+    let in_ns = pages(Api::namespaced(env.client(), "ns")).await?;
+    let expected = vec![
+        (vec!["ns/cm-0".to_owned(), "ns/cm-1".to_owned()], Some(3)),
+        (vec!["ns/cm-2".to_owned(), "ns/cm-3".to_owned()], Some(1)),
+        (vec!["ns/cm-4".to_owned()], None),
+    ];
+    assert_eq!(in_ns, expected);
+    let everywhere: Vec<String> = pages(Api::all(env.client()))
+        .await?
+        .into_iter()
+        .flat_map(|(names, _)| names)
+        .collect();
+    let expected = [
+        "a/cm-0",
+        "ns/cm-0",
+        "ns/cm-1",
+        "ns/cm-2",
+        "ns/cm-3",
+        "ns/cm-4",
+        "ns-2/cm-0",
+        "ns-2/cm-1",
+    ];
+    assert!(
+        everywhere
+            .iter()
+            .filter(|n| !n.starts_with("kube-"))
+            .eq(expected.iter()),
+        "{everywhere:?}"
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn custom_resources_status_scale_finalizers() -> TestResult {
     let env = TestEnv::builder().crd::<Widget>().start().await?;

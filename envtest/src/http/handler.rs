@@ -594,7 +594,11 @@ impl Ctx<'_> {
         let filtered = labels.is_empty() && fields.is_empty();
         let mut items: Vec<Arc<Value>> = Vec::new();
         let mut next = None;
-        let entries = match snapshot::entries(&state, &self.key(), exact, &start) {
+        let span = snapshot::Span {
+            start: &start,
+            namespace,
+        };
+        let entries = match snapshot::entries(&state, &self.key(), exact, &span) {
             Ok(entries) => entries,
             Err(_) if token.is_some() => {
                 // As kube-apiserver after compaction: 410, with a token to go on from the
@@ -614,14 +618,9 @@ impl Ctx<'_> {
                 ));
             }
         };
-        let mut iter = entries.into_iter();
+        let mut iter = entries;
         for (entry_key, object) in iter.by_ref() {
             let (ns, name) = entry_key.as_ref();
-            if let Some(wanted) = namespace
-                && ns != wanted
-            {
-                break;
-            }
             if !(filtered || labels.matches(object) && fields.matches(object)) {
                 continue;
             }
@@ -633,11 +632,9 @@ impl Ctx<'_> {
         }
         let mut remaining = None;
         if next.is_some() && filtered {
-            let count = iter
-                .take_while(|(k, _)| namespace.is_none_or(|w| w == k.0))
-                .count();
-            remaining = Some(count + 1);
+            remaining = Some(iter.by_ref().count() + 1);
         }
+        drop(iter);
         drop(state);
         let mut metadata = json!({"resourceVersion": list_rv.to_string()});
         if let Some(start) = next {

@@ -69,23 +69,99 @@ pub fn apply(value: &mut Value, schema: &Schema) -> bool {
 }
 
 /// Whether [`apply`] would change `value` (checked before copying a stored object on read).
+/// Runs on every object a list or watch shows, so it walks the schema's defaulted branches
+/// rather than every field of the object.
 pub fn needed(value: &Value, schema: &Schema) -> bool {
     if !schema.has_defaults {
         return false;
     }
     match value {
         Value::Object(map) => {
-            schema.properties.iter().any(|(name, prop)| {
-                prop.default.is_some() && map.get(name).is_none_or(|v| non_nullable_null(v, prop))
-            }) || map.iter().any(|(name, v)| match schema.child(name) {
-                Some(child) => non_nullable_null(v, child) || needed(v, child),
-                None => false,
-            })
+            let declared = schema.properties.iter().filter(|(_, prop)| prop.has_defaults);
+            let by_declared = declared.into_iter().any(|(name, prop)| match map.get(name) {
+                None => prop.default.is_some(),
+                Some(v) => non_nullable_null(v, prop) || needed(v, prop),
+            });
+            by_declared
+                || schema
+                    .additional
+                    .as_deref()
+                    .filter(|a| a.has_defaults)
+                    .is_some_and(|additional| {
+                        map.iter().any(|(name, v)| {
+                            !schema.properties.contains_key(name)
+                                && (non_nullable_null(v, additional) || needed(v, additional))
+                        })
+                    })
         }
         Value::Array(items) => schema
             .items
             .as_deref()
             .is_some_and(|s| items.iter().any(|v| non_nullable_null(v, s) || needed(v, s))),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::schema::{Origin, compile_node};
+
+    fn schema() -> Schema {
+        let origin = Origin {
+            crd: "widgets.example.com".into(),
+            version: "v1".into(),
+        };
+        let raw = json!({
+            "type": "object",
+            "properties": {
+                "plain": {"type": "string"},
+                "spec": {"type": "object", "properties": {
+                    "replicas": {"type": "integer", "default": 1},
+                    "mode": {"type": "string", "nullable": true, "default": "auto"},
+                    "ports": {"type": "array", "items": {"type": "object", "properties": {
+                        "protocol": {"type": "string", "default": "TCP"},
+                    }}},
+                    "other": {"type": "object", "properties": {"x": {"type": "string"}}},
+                }},
+                "labels": {"type": "object", "additionalProperties": {
+                    "type": "object", "properties": {"weight": {"type": "integer", "default": 5}},
+                }},
+            },
+        });
+        compile_node(&raw, &origin, "openAPIV3Schema")
+    }
+
+    /// `needed` answers exactly whether `apply` changes the object, case by case.
+    #[test]
+    fn needed_is_whether_apply_changes_anything() {
+        let schema = schema();
+        let full = json!({"replicas": 2, "mode": null, "ports": [{"protocol": "UDP"}], "other": {}});
+        let cases = [
+            (json!({"plain": "a"}), false),
+            (json!({"spec": full}), false),
+            (json!({"spec": {"mode": "x", "other": {"x": "y"}}}), true),
+            (json!({"spec": {"replicas": null, "mode": "x"}}), true),
+            (
+                json!({"spec": {"replicas": 3, "mode": "x", "ports": [{"protocol": "UDP"}, {}]}}),
+                true,
+            ),
+            (
+                json!({"spec": {"replicas": 3, "mode": "x", "ports": [null]}}),
+                false,
+            ),
+            (json!({"labels": {"a": {"weight": 1}, "b": {"weight": 2}}}), false),
+            (json!({"labels": {"a": {"weight": 1}, "b": {}}}), true),
+            (json!({"labels": {"a": {"weight": null}}}), true),
+            (json!({"spec": "not an object"}), false),
+        ];
+        for (object, expected) in cases {
+            let mut copy = object.clone();
+            let changed = apply(&mut copy, &schema);
+            assert_eq!(needed(&object, &schema), expected, "needed for {object}");
+            assert_eq!(changed, expected, "apply for {object} gave {copy}");
+        }
     }
 }
