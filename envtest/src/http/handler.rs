@@ -618,8 +618,7 @@ impl Ctx<'_> {
                 ));
             }
         };
-        let mut iter = entries;
-        for (entry_key, object) in iter.by_ref() {
+        for (entry_key, object) in entries {
             let (ns, name) = entry_key.as_ref();
             if !(filtered || labels.matches(object) && fields.matches(object)) {
                 continue;
@@ -630,11 +629,13 @@ impl Ctx<'_> {
             }
             items.push(object.clone());
         }
-        let mut remaining = None;
-        if next.is_some() && filtered {
-            remaining = Some(iter.by_ref().count() + 1);
-        }
-        drop(iter);
+        let remaining = next.as_ref().filter(|_| filtered).map(|next| {
+            let rest = snapshot::Span {
+                start: next,
+                namespace,
+            };
+            snapshot::count(&state, &self.key(), exact, &rest)
+        });
         drop(state);
         let mut metadata = json!({"resourceVersion": list_rv.to_string()});
         if let Some(start) = next {

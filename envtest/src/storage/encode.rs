@@ -113,12 +113,19 @@ impl Item {
     }
 }
 
-/// A list document: `{"apiVersion":…,"items":[…],"kind":…,"metadata":…}`.
+/// A list document: `{"apiVersion":…,"items":[…],"kind":…,"metadata":…}`, written into
+/// one buffer sized up front (a page of objects is megabytes: growing it copies them).
 pub fn list(kind: &str, api_version: &str, metadata: &Value, items: &[Item]) -> Bytes {
+    let (api_version, kind, metadata) = (
+        serialize(&Value::from(api_version)),
+        serialize(&Value::from(kind)),
+        serialize(metadata),
+    );
+    let framing = r#"{"apiVersion":,"items":[],"kind":,"metadata":}"#.len();
     let size: usize = items.iter().map(|i| i.len_hint() + 1).sum();
-    let mut out = BytesMut::with_capacity(size + 256);
+    let mut out = BytesMut::with_capacity(size + framing + api_version.len() + kind.len() + metadata.len());
     out.put_slice(b"{\"apiVersion\":");
-    out.put_slice(&serialize(&Value::from(api_version)));
+    out.put_slice(&api_version);
     out.put_slice(b",\"items\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -127,9 +134,9 @@ pub fn list(kind: &str, api_version: &str, metadata: &Value, items: &[Item]) -> 
         item.write(&mut out);
     }
     out.put_slice(b"],\"kind\":");
-    out.put_slice(&serialize(&Value::from(kind)));
+    out.put_slice(&kind);
     out.put_slice(b",\"metadata\":");
-    out.put_slice(&serialize(metadata));
+    out.put_slice(&metadata);
     out.put_u8(b'}');
     out.freeze()
 }

@@ -93,6 +93,18 @@ pub fn entries<'a>(
     Ok(Box::new(merged(current, before)))
 }
 
+/// How many objects [`entries`] would read: for the current state, a count of the map's
+/// range, which a page pays for its `remainingItemCount` without building any entry.
+pub fn count(state: &State, key: &str, rv: Option<u64>, span: &Span<'_>) -> usize {
+    if rv.is_none_or(|rv| rv >= state.rv) {
+        let collection = state.collections.get(key);
+        return collection
+            .zip(span.bounds())
+            .map_or(0, |(c, bounds)| c.range(bounds).count());
+    }
+    entries(state, key, rv, span).map_or(0, Iterator::count)
+}
+
 /// The current entries with the changed ones as they were before (both in key order).
 fn merged<'a>(
     current: impl Iterator<Item = (&'a Key, &'a Arc<Value>)>,
@@ -224,6 +236,15 @@ mod tests {
         );
         let everywhere = listed(&state, Some(rv), &key("ns", "b"), None).unwrap_or_default();
         assert_eq!(everywhere, ["ns/b=1", "ns-2/a=1", "nt/a=1"]);
+        for (rv, start, namespace) in [(None, &start, Some("ns")), (Some(rv), &key("ns", "b"), None)] {
+            let span = Span { start, namespace };
+            let read = listed(&state, rv, start, namespace).unwrap_or_default();
+            assert_eq!(
+                count(&state, "configmaps", rv, &span),
+                read.len(),
+                "{rv:?} {start:?} {namespace:?}"
+            );
+        }
         // A start past the namespace (another namespace's continue token) reads nothing.
         let past = key("nt", "");
         assert_eq!(listed(&state, None, &past, Some("ns")), Some(vec![]));
