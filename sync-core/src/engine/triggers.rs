@@ -1,7 +1,7 @@
 //! What queues a name besides its own objects: its CAPI owner's mirror appearing (the
 //! CAPI-only policy) and its infrastructure object changing.
 
-use std::collections::HashMap;
+use crate::runtime::hash::Map;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -47,7 +47,7 @@ struct OwnerIndexState {
     /// Owner name → the names of the objects it owns.
     owned: NameIndex,
     /// Object name → its owners' names (nearly always one).
-    owners_of: HashMap<Box<str>, Box<[Box<str>]>>,
+    owners_of: Map<Box<str>, Box<[Box<str>]>>,
 }
 
 impl OwnerIndex {

@@ -7,7 +7,7 @@
 //! infrastructure object is referenced by that Machine), so one name is kept inline and
 //! only a key holding several allocates a set.
 
-use std::collections::{HashMap, HashSet};
+use crate::runtime::hash::{Map, Set};
 
 /// The names under one key: never empty (the index drops an emptied key). The set is
 /// boxed so that the common case, one name, takes 16 bytes and not a set's 48.
@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Names {
     One(Box<str>),
-    Many(Box<HashSet<Box<str>>>),
+    Many(Box<Set<Box<str>>>),
 }
 
 impl Names {
@@ -23,7 +23,7 @@ impl Names {
         match self {
             Self::One(one) if &**one == name => {}
             Self::One(one) => {
-                let set: HashSet<Box<str>> = [std::mem::take(one), name.into()].into();
+                let set: Set<Box<str>> = [std::mem::take(one), name.into()].into_iter().collect();
                 *self = Self::Many(Box::new(set));
             }
             Self::Many(set) => {
@@ -62,7 +62,7 @@ impl Names {
 /// Keys to the names filed under them; a key is present while it holds a name.
 #[derive(Debug, Default)]
 pub(crate) struct NameIndex {
-    by_key: HashMap<Box<str>, Names>,
+    by_key: Map<Box<str>, Names>,
 }
 
 impl NameIndex {

@@ -4,6 +4,7 @@
 //! compact name indexes they keep ([`index`]) and the Events recorder ([`events`]).
 pub mod events;
 pub(crate) mod field_sets;
+pub(crate) mod hash;
 pub(crate) mod index;
 pub mod infra;
 pub mod lenient;

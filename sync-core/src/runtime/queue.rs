@@ -7,7 +7,9 @@
 //!   earliest time per name;
 //! * failures back off exponentially per name until the name succeeds.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::runtime::hash::{Map, Set};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -49,9 +51,9 @@ impl Backoff {
 #[derive(Default)]
 struct State {
     queue: VecDeque<String>,
-    dirty: HashSet<String>,
-    processing: HashSet<String>,
-    failures: HashMap<String, u32>,
+    dirty: Set<String>,
+    processing: Set<String>,
+    failures: Map<String, u32>,
     shut_down: bool,
 }
 

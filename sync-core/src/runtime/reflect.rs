@@ -17,7 +17,7 @@
 //! * the store is the compact one ([`crate::runtime::store`]), and an event is reported from its
 //!   own object, never read back from the store.
 
-use std::collections::HashMap;
+use crate::runtime::hash::Map;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
@@ -179,7 +179,7 @@ pub async fn reflect_previewing<K>(
 struct Reflector<K: Resource> {
     writer: Writer<K>,
     reader: Store<K>,
-    before_relist: HashMap<(String, String), Packed>,
+    before_relist: Map<(String, String), Packed>,
     relisted: Vec<Relisted<K>>,
 }
 
@@ -191,7 +191,7 @@ where
         Self {
             reader: writer.as_reader(),
             writer,
-            before_relist: HashMap::new(),
+            before_relist: Map::default(),
             relisted: Vec::new(),
         }
     }

@@ -34,6 +34,7 @@ use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Reporter};
 
 use crate::runtime::events::Recorder;
+use crate::runtime::hash::Map;
 use crate::runtime::index::{NameIndex, Names};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -172,7 +173,7 @@ struct Registered {
     triggers: mpsc::UnboundedSender<String>,
     recorder: Recorder,
     /// CAPI object name → its reference.
-    refs: HashMap<Box<str>, Tracked>,
+    refs: Map<Box<str>, Tracked>,
     /// The kinds `refs` point to, each once (a fleet references one or two).
     targets: Vec<Arc<Target>>,
     /// GroupKind → infrastructure object name → the CAPI objects referencing it.
@@ -283,7 +284,7 @@ impl InfraTracker {
             capi_kind: <P::Capi as Resource>::kind(&()).into_owned(),
             triggers,
             recorder,
-            refs: HashMap::new(),
+            refs: Map::default(),
             targets: Vec::new(),
             referrers: HashMap::new(),
         });

@@ -24,7 +24,7 @@ mod fresh;
 mod meta;
 mod packed;
 
-use std::collections::HashMap;
+use crate::runtime::hash::Map;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -40,7 +40,7 @@ pub use packed::Encoding;
 pub(crate) use packed::Packed;
 
 /// Namespace (`""` when cluster-scoped) → name → object: looked up without allocating.
-type Objects = HashMap<Box<str>, HashMap<Box<str>, Packed>>;
+type Objects = Map<Box<str>, Map<Box<str>, Packed>>;
 
 struct Shared<K> {
     objects: RwLock<Objects>,
@@ -124,7 +124,7 @@ impl<K> Store<K> {
 
     /// How many objects the store holds.
     pub fn len(&self) -> usize {
-        self.read().values().map(HashMap::len).sum()
+        self.read().values().map(Map::len).sum()
     }
 
     /// Whether the store holds no object.
@@ -143,11 +143,7 @@ impl<K> Store<K> {
     /// The heap bytes the cached objects' blocks take (what this store exists to keep
     /// small; the keys and the dictionary are not counted).
     pub fn packed_bytes(&self) -> usize {
-        self.read()
-            .values()
-            .flat_map(HashMap::values)
-            .map(Packed::len)
-            .sum()
+        self.read().values().flat_map(Map::values).map(Packed::len).sum()
     }
 
     /// Whether the first list has been applied.
@@ -187,7 +183,7 @@ impl<K> Store<K> {
     }
 
     /// Every object's entry, for a relist to compare with (no object is decoded).
-    pub(crate) fn snapshot(&self) -> HashMap<(String, String), Packed> {
+    pub(crate) fn snapshot(&self) -> Map<(String, String), Packed> {
         self.read()
             .iter()
             .flat_map(|(namespace, by_name)| {
@@ -233,7 +229,7 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     /// object decoded at a time, so a scrape that counts conditions over 10 000 Machines
     /// does not hold 10 000 decoded Machines.
     pub fn each(&self) -> impl Iterator<Item = K> + '_ {
-        let entries: Vec<Packed> = self.read().values().flat_map(HashMap::values).cloned().collect();
+        let entries: Vec<Packed> = self.read().values().flat_map(Map::values).cloned().collect();
         entries.into_iter().filter_map(|packed| self.unpack(&packed))
     }
 
@@ -418,10 +414,10 @@ impl<K: Resource + Serialize> Writer<K> {
     /// is ready from the first completed list on.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
         match event {
-            watcher::Event::Init => self.relist = Some(Objects::new()),
+            watcher::Event::Init => self.relist = Some(Objects::default()),
             watcher::Event::InitApply(object) => {
                 if let Some(packed) = self.pack(object) {
-                    let relist = self.relist.get_or_insert_with(Objects::new);
+                    let relist = self.relist.get_or_insert_with(Objects::default);
                     insert(relist, object.meta(), packed);
                 }
             }
@@ -462,7 +458,7 @@ fn insert(
             by_name.insert(name, packed);
         }
         None => {
-            objects.insert(namespace.into(), HashMap::from([(name, packed)]));
+            objects.insert(namespace.into(), [(name, packed)].into_iter().collect());
         }
     }
 }
