@@ -830,12 +830,27 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         )
         .target(0.0),
         Figure::lower(
-            format!("restart over the synchronized fleet: until quiet{installed}"),
+            format!(
+                "restart over the synchronized fleet: until quiet, median of {}{installed}",
+                real_sync::RESTARTS
+            ),
             "ms",
             real.restart_quiet_ms,
             None,
         )
         .target(500.0),
+        Figure::lower(
+            "restart: the fastest of them until quiet",
+            "ms",
+            real.restart_quiet_runs_ms.iter().copied().fold(f64::INFINITY, f64::min),
+            None,
+        ),
+        Figure::lower(
+            "restart: the slowest of them until quiet",
+            "ms",
+            real.restart_quiet_runs_ms.iter().copied().fold(0.0, f64::max),
+            None,
+        ),
         Figure::lower(
             "restart: until the first Machine reconcile (the lists)",
             "ms",
@@ -873,14 +888,14 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             None,
         ),
         Figure::lower(
-            "restart: write requests",
+            "restart: write requests (the most of any restart)",
             "count",
             real.restart_writes as f64,
             None,
         )
         .target(0.0),
         Figure::lower(
-            "restart: hook calls per pair",
+            "restart: hook calls per pair (the most of any restart)",
             "calls",
             real.restart_hook_calls as f64 / pairs,
             None,
