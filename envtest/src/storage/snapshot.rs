@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -39,10 +39,24 @@ impl Span<'_> {
         let end = (format!("{namespace}\0"), String::new());
         (*self.start < end).then_some((start, Bound::Excluded(end)))
     }
+}
 
-    fn contains(&self, key: &Key) -> bool {
-        *key >= *self.start && self.namespace.is_none_or(|ns| key.0 == ns)
-    }
+/// The current objects of storage key `key` within `span` (its map range).
+fn current<'a>(
+    state: &'a State,
+    key: &str,
+    span: &Span<'_>,
+) -> impl Iterator<Item = (&'a Key, &'a Arc<Value>)> + use<'a> {
+    let collection = state.collections.get(key);
+    collection
+        .zip(span.bounds())
+        .into_iter()
+        .flat_map(|(c, bounds)| c.range(bounds))
+}
+
+/// `rv` when it reads an earlier state than the current one (`None`: read the current).
+fn earlier(state: &State, rv: Option<u64>) -> Option<u64> {
+    rv.filter(|rv| *rv < state.rv)
 }
 
 /// Listed objects, read one by one: a page takes what it shows and counts the rest
@@ -58,15 +72,9 @@ pub fn entries<'a>(
     rv: Option<u64>,
     span: &Span<'_>,
 ) -> Result<Entries<'a>, u64> {
-    let bounds = span.bounds();
-    let current = state
-        .collections
-        .get(key)
-        .zip(bounds.clone())
-        .into_iter()
-        .flat_map(|(c, bounds)| c.range(bounds));
-    let Some(rv) = rv.filter(|rv| *rv < state.rv) else {
-        return Ok(Box::new(current.map(|(k, v)| (Cow::Borrowed(k), v))));
+    let now = current(state, key, span);
+    let Some(rv) = earlier(state, rv) else {
+        return Ok(Box::new(now.map(|(k, v)| (Cow::Borrowed(k), v))));
     };
     if rv < state.compacted {
         return Err(state.compacted + 1);
@@ -74,6 +82,7 @@ pub fn entries<'a>(
     // The state at `rv` of every object changed since: the state before the oldest change
     // after `rv` (`None`: created after `rv`).
     let first = state.log.partition_point(|e| e.rv <= rv);
+    let bounds = span.bounds();
     let mut before: BTreeMap<Key, Option<&'a Arc<Value>>> = BTreeMap::new();
     for event in state.log.range(first..).rev() {
         if *event.key != *key {
@@ -81,7 +90,7 @@ pub fn entries<'a>(
         }
         let name = event.object["metadata"]["name"].as_str().unwrap_or_default();
         let changed = (event.namespace.to_string(), name.to_owned());
-        if !span.contains(&changed) {
+        if !bounds.as_ref().is_some_and(|b| b.contains(&changed)) {
             continue;
         }
         let previous = match event.kind {
@@ -90,19 +99,16 @@ pub fn entries<'a>(
         };
         before.insert(changed, previous);
     }
-    Ok(Box::new(merged(current, before)))
+    Ok(Box::new(merged(now, before)))
 }
 
 /// How many objects [`entries`] would read: for the current state, a count of the map's
 /// range, which a page pays for its `remainingItemCount` without building any entry.
 pub fn count(state: &State, key: &str, rv: Option<u64>, span: &Span<'_>) -> usize {
-    if rv.is_none_or(|rv| rv >= state.rv) {
-        let collection = state.collections.get(key);
-        return collection
-            .zip(span.bounds())
-            .map_or(0, |(c, bounds)| c.range(bounds).count());
+    match earlier(state, rv) {
+        None => current(state, key, span).count(),
+        Some(_) => entries(state, key, rv, span).map_or(0, Iterator::count),
     }
-    entries(state, key, rv, span).map_or(0, Iterator::count)
 }
 
 /// The current entries with the changed ones as they were before (both in key order).
