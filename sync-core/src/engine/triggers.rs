@@ -1,12 +1,12 @@
 //! What queues a name besides its own objects: its CAPI owner's mirror appearing (the
 //! CAPI-only policy) and its infrastructure object changing.
 
-use crate::runtime::hash::Map;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::follow::Fanout;
+use crate::runtime::hash::Map;
 use crate::runtime::index::NameIndex;
 use crate::runtime::infra::InfraRegistration;
 

@@ -8,8 +8,6 @@
 //! * failures back off exponentially per name until the name succeeds.
 
 use std::collections::VecDeque;
-
-use crate::runtime::hash::{Map, Set};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -17,6 +15,8 @@ use futures::StreamExt;
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
+
+use crate::runtime::hash::{Map, Set};
 
 /// Per-name exponential backoff after failed reconciles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,7 +17,6 @@
 //! * the store is the compact one ([`crate::runtime::store`]), and an event is reported from its
 //!   own object, never read back from the store.
 
-use crate::runtime::hash::Map;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
@@ -28,6 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::runtime::field_sets;
+use crate::runtime::hash::Map;
 use crate::runtime::lenient::{Lenient, Malformed};
 use crate::runtime::store::{Packed, Store, Writer};
 

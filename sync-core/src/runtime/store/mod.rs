@@ -24,7 +24,6 @@ mod fresh;
 mod meta;
 mod packed;
 
-use crate::runtime::hash::Map;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -35,6 +34,7 @@ use kube::runtime::watcher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::runtime::hash::Map;
 use fresh::Fresh;
 pub use packed::Encoding;
 pub(crate) use packed::Packed;
