@@ -552,7 +552,7 @@ pub struct RealOutcome {
     pub restart_requests: Value,
     /// Restart: writes (client side), the most of any restart.
     pub restart_writes: u64,
-    /// Restart: the server's resourceVersion advance.
+    /// Restart: the server's resourceVersion advance, the most of any restart.
     pub restart_rv_advance: u64,
     /// Restart: hook calls, the most of any restart.
     pub restart_hook_calls: usize,
@@ -619,7 +619,6 @@ pub async fn run(
     ));
 
     // Converge.
-    let process_cpu = || super::procfs::process_cpu(std::process::id()).unwrap_or_default();
     let kubeconfig = writers.controllers.clone();
     let cpu_before = process_cpu();
     let controllers = Controllers::start(&kubeconfig, 0, platform)?;
@@ -684,14 +683,9 @@ pub async fn run(
         restarts.push(restart);
     }
     let restart_quiet_runs_ms: Vec<f64> = restarts.iter().map(|r| r.quiet_ms).collect();
-    let (restart_writes, restart_hook_calls) = (
-        restarts
-            .iter()
-            .map(|r| r.requests.writes())
-            .max()
-            .unwrap_or_default(),
-        restarts.iter().map(|r| r.hook_calls).max().unwrap_or_default(),
-    );
+    let restart_writes = most(&restarts, |r| r.requests.writes());
+    let restart_rv_advance = most(&restarts, |r| r.rv_advance);
+    let restart_hook_calls = most(&restarts, |r| r.hook_calls);
     restarts.sort_by(|a, b| a.quiet_ms.total_cmp(&b.quiet_ms));
     let restart = restarts.swap_remove(restarts.len() / 2);
     let restart_list_floor = list_floors(&env, platform).await?;
@@ -772,7 +766,7 @@ pub async fn run(
         restart_cpu_ms: restart.cpu_ms,
         restart_writes,
         restart_requests: restart.requests.to_json(),
-        restart_rv_advance: restart.rv_advance,
+        restart_rv_advance,
         restart_hook_calls,
         restart_list_floor_ms: ms(restart_list_floor.decoded),
         restart_serve_floor_ms: ms(restart_list_floor.served),
@@ -781,6 +775,12 @@ pub async fn run(
         operator_memory: Some(operator_memory),
         providers,
     })
+}
+
+/// The CPU this bench process has used (the in-process API server, the bench's clients
+/// and the controllers' runtime, which each figure then subtracts).
+fn process_cpu() -> Duration {
+    super::procfs::process_cpu(std::process::id()).unwrap_or_default()
 }
 
 /// How many times the controllers are restarted over the synchronized fleet.
@@ -814,6 +814,11 @@ impl Restart {
     }
 }
 
+/// The largest of a figure over the restarts (writes, hook calls: any restart's count).
+fn most<T: Ord + Default>(restarts: &[Restart], figure: impl Fn(&Restart) -> T) -> T {
+    restarts.iter().map(figure).max().unwrap_or_default()
+}
+
 /// Starts the sync controllers over the synchronized fleet, waits until every pair was
 /// reconciled and nothing more happens, and stops them.
 async fn restart_once(
@@ -823,7 +828,6 @@ async fn restart_once(
     platform: &'static TestPlatform,
     bound: Duration,
 ) -> Result<Restart, BenchError> {
-    let process_cpu = || super::procfs::process_cpu(std::process::id()).unwrap_or_default();
     let rv = env.resource_version();
     let cpu_before = process_cpu();
     let controllers = Controllers::start(kubeconfig, 1, platform)?;
