@@ -77,8 +77,8 @@ pub fn needed(value: &Value, schema: &Schema) -> bool {
     }
     match value {
         Value::Object(map) => {
-            let declared = schema.properties.iter().filter(|(_, prop)| prop.has_defaults);
-            let by_declared = declared.into_iter().any(|(name, prop)| match map.get(name) {
+            let mut declared = schema.properties.iter().filter(|(_, prop)| prop.has_defaults);
+            let by_declared = declared.any(|(name, prop)| match map.get(name) {
                 None => prop.default.is_some(),
                 Some(v) => non_nullable_null(v, prop) || needed(v, prop),
             });
