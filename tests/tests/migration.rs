@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use controllers::migration::MigrationConfig;
+use controllers::machine::MachineSync;
+use controllers::migration::{MigratingPair, MigrationConfig};
 use e2e::migration::{
     AuthorityMonitor, capi_machine_provisioned, capi_paused, events_about, infrastructure_provisioned,
     is_paused, machine_set_settles, machine_settles, migration, request_machine, request_machine_set,
@@ -76,10 +77,23 @@ async fn machine_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> Te
     machine_settles(&cluster, "w-1", "MachineAPI", WAIT).await?;
     mapi_paused(&cluster, "w-1", false).await?;
     capi_machine_provisioned(&cluster, "w-1").await?;
+    // Settled under the Machine API: the migration controller reads the MAPI Machine
+    // alone and calls no hook.
+    let settled_before = settled_skips(&sync, "w-1").await?;
 
     request_machine(&cluster, "w-1", "ClusterAPI").await?;
     let machine = machine_settles(&cluster, "w-1", "ClusterAPI", WAIT).await?;
     assert_eq!(migration(&machine), Some(("True".into(), "Migrated".into())));
+    // Settled under the Cluster API, the hook still runs: it lifts a pause annotation
+    // left on the authoritative side.
+    assert!(
+        matches!(
+            migration_outcomes(&sync, "w-1").last(),
+            Some(sync_core::Outcome::Migration { .. })
+        ),
+        "{:?}",
+        migration_outcomes(&sync, "w-1")
+    );
     let capi = cluster.capi_machines().get("w-1").await?;
     assert!(
         !is_paused(&capi),
@@ -118,6 +132,10 @@ async fn machine_migrates_to_cluster_api_and_back(platform: &TestPlatform) -> Te
     });
     paused.await?;
     mapi_paused(&cluster, "w-1", false).await?;
+    eventually("the Machine settled under the Machine API again", || async {
+        Ok((settled_skips(&sync, "w-1").await? > settled_before).then_some(()))
+    })
+    .await?;
     wait_for_events(&cluster, &cluster.namespaces.mapi, "w-1", &["Pausing"]).await?;
     // Each direction is an Event of its own, with its own note (a series keeps its first).
     let started: Vec<(String, String)> = events_about(&cluster, &cluster.namespaces.mapi, "w-1")
@@ -327,6 +345,32 @@ async fn infra_reports_paused(cluster: &e2e::Cluster, platform: &TestPlatform, n
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&paused))
         .await?;
     Ok(())
+}
+
+/// What the Machine migration controller did with `name`, in order.
+fn migration_outcomes(sync: &RealSync, name: &str) -> Vec<sync_core::Outcome> {
+    sync.observer
+        .reconciles()
+        .into_iter()
+        .filter(|r| r.controller == <MachineSync as MigratingPair>::MIGRATION && r.name == name)
+        .map(|r| r.outcome)
+        .collect()
+}
+
+/// How many times the Machine migration controller has found `name` settled, once it has.
+async fn settled_skips(sync: &RealSync, name: &str) -> TestResult<usize> {
+    let settled = sync_core::Outcome::Skipped(sync_core::SkipReason::Settled);
+    eventually(
+        &format!("{name} found settled by the migration controller"),
+        || async {
+            let count = migration_outcomes(sync, name)
+                .iter()
+                .filter(|outcome| **outcome == settled)
+                .count();
+            Ok((count > 0).then_some(count))
+        },
+    )
+    .await
 }
 
 fn failed_migrations(sync: &RealSync, name: &str) -> usize {

@@ -140,6 +140,12 @@ where
     K: MigratingPair,
     K::Mapi: Resource<DynamicType = ()>,
 {
+    /// Settled under the Machine API (or neither requested nor initialized): the MAPI
+    /// controllers pause themselves, so no annotation on the other side needs lifting.
+    fn settled(&self, mapi: &K::Mapi) -> bool {
+        migration::settled(K::requested(mapi), mapi.authoritative_api())
+    }
+
     async fn reconcile_migration(&self, objects: &SyncObjects<K>, ctx: &Ctx<K>) -> HookResult {
         let Some(mapi) = objects.mapi.as_deref() else {
             return Ok(Action::await_change());

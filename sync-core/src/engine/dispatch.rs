@@ -5,7 +5,7 @@ use kube::Client;
 use tracing::Instrument;
 
 use crate::engine::observe::{Outcome, SkipReason};
-use crate::engine::reconcile::{caught, fetch, reconcile, report_malformed};
+use crate::engine::reconcile::{caught, fetch_beside, reconcile, report_malformed};
 use crate::hooks::SyncHooks;
 use crate::hooks::context::SyncContext;
 use crate::hooks::migration::MigrationHooks;
@@ -53,13 +53,16 @@ impl<P: SyncPair, H: MigrationHooks<P>> Dispatch<P> for MigrationDispatch<H> {
             if let Some(skip) = report_malformed(ctx, name).await {
                 return (skip, Ok(Action::await_change()));
             }
-            let objects = fetch(ctx, name);
-            if objects.mapi.is_none() {
+            let Some(mapi) = ctx.caches.mapi(&ctx.namespaces, name) else {
                 return (
                     Outcome::Skipped(SkipReason::NothingToDo),
                     Ok(Action::await_change()),
                 );
+            };
+            if self.0.settled(&mapi) {
+                return (Outcome::Skipped(SkipReason::Settled), Ok(Action::await_change()));
             }
+            let objects = fetch_beside(ctx, name, Some(mapi));
             let result = caught(self.0.reconcile_migration(&objects, ctx)).await;
             let outcome = Outcome::Migration {
                 failed: result.is_err(),

@@ -74,6 +74,9 @@ pub enum SkipReason {
     /// The first reconcile since a restart found the pair at the resourceVersions the last
     /// run had verified it in sync at ([`crate::engine::checkpoint`]).
     Checkpointed,
+    /// A migration controller's name whose MAPI object shows it settled, with no step to
+    /// take ([`crate::migration::MigrationHooks::settled`]).
+    Settled,
 }
 
 impl SkipReason {
@@ -88,6 +91,7 @@ impl SkipReason {
             Self::NoAuthority => "no_authority",
             Self::UnknownAuthority => "unknown_authority",
             Self::Checkpointed => "checkpointed",
+            Self::Settled => "settled",
         }
     }
 }

@@ -3,6 +3,7 @@
 //! writer undoing the sync's writes).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use kube::Resource;
@@ -147,7 +148,15 @@ async fn hold_off_contest<P: SyncPair>(
 
 /// The dual fetch: both objects from the caches, and the CAPI object's infra reference.
 pub(crate) fn fetch<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> SyncObjects<P> {
-    let mapi = ctx.caches.mapi(&ctx.namespaces, name);
+    fetch_beside(ctx, name, ctx.caches.mapi(&ctx.namespaces, name))
+}
+
+/// [`fetch`] for a MAPI object already read from its cache.
+pub(crate) fn fetch_beside<P: SyncPair>(
+    ctx: &SyncContext<P>,
+    name: &str,
+    mapi: Option<Arc<P::Mapi>>,
+) -> SyncObjects<P> {
     let capi = ctx.caches.capi(&ctx.namespaces, name);
     let infra_ref = capi.as_deref().and_then(|capi| P::infra_ref(capi).transpose());
     let infra = match (&ctx.infra, &infra_ref) {

@@ -264,6 +264,30 @@ fn pause_then_unpause(observed: &Observed, from: Side, to: Side) -> Option<Step>
     None
 }
 
+/// Whether [`plan`] is [`Step::Idle`] whatever the rest of the pair says, told from the
+/// MAPI object's request (`requested`) and authority (`current`) alone, for a pair whose
+/// Machine API side pauses itself (its [`SideState`] carries no pause annotation): settled
+/// under the Machine API, neither requested nor initialized, or under an authority this
+/// build does not know. A settled pair under the Cluster API is not: its side may still
+/// carry a pause annotation to lift.
+pub fn settled(requested: Option<&AuthoritativeApi>, current: Option<&AuthoritativeApi>) -> bool {
+    if let Some(AuthoritativeApi::Unknown(value)) = requested
+        && !value.is_empty()
+    {
+        return false;
+    }
+    let requested_side = requested.and_then(Side::of);
+    match current {
+        None => requested_side.is_none(),
+        Some(AuthoritativeApi::Migrating) => false,
+        Some(current) => match Side::of(current) {
+            None => true,
+            Some(Side::Mapi) => requested_side != Some(Side::Capi),
+            Some(Side::Capi) => false,
+        },
+    }
+}
+
 fn side(observed: &Observed, side: Side) -> Option<&SideState> {
     match side {
         Side::Mapi => Some(&observed.mapi),
@@ -297,6 +321,16 @@ pub fn deadline(
 /// whose MAPI object exists, whatever its `status.authoritativeAPI`, on changes to either
 /// side or the referenced infrastructure object.
 pub trait MigrationHooks<P: SyncPair>: Send + Sync + 'static {
+    /// Whether the MAPI object alone shows that the pair takes no step (most names, most
+    /// of the time; see [`settled`]). The engine then reads nothing else of the pair and
+    /// calls no hook ([`SkipReason::Settled`](crate::SkipReason::Settled)): decoding the
+    /// mirror and the infrastructure object of every settled name, at every restart and
+    /// every change, was most of a migration controller's CPU. `false` (the default)
+    /// hands every name to [`Self::reconcile_migration`] with the whole pair.
+    fn settled(&self, _mapi: &P::Mapi) -> bool {
+        false
+    }
+
     /// Observe the pair, take its next step.
     fn reconcile_migration(
         &self,
@@ -340,6 +374,81 @@ mod tests {
         assert_eq!(plan(&pair(None, Some(MachineApi))), Step::Idle);
         assert_eq!(plan(&pair(Some(MachineApi), Some(MachineApi))), Step::Idle);
         assert_eq!(plan(&pair(None, None)), Step::Idle);
+    }
+
+    /// Every CAPI side a pair can show, and every other fact the MAPI status holds.
+    fn every_rest(requested: &Option<AuthoritativeApi>, current: &Option<AuthoritativeApi>) -> Vec<Observed> {
+        let annotations = [
+            None,
+            Some(Annotated::uniform(false)),
+            Some(Annotated::uniform(true)),
+            Some(Annotated {
+                all: false,
+                any: true,
+            }),
+        ];
+        let mut capi_sides = vec![None];
+        for pause_annotation in annotations {
+            for paused in [false, true] {
+                capi_sides.push(Some(SideState {
+                    pause_annotation,
+                    paused,
+                }));
+            }
+        }
+        let mut every = Vec::new();
+        for capi in capi_sides {
+            for synchronized_api in [None, Some(MachineApi), Some(ClusterApi)] {
+                for (in_sync, mapi_paused) in [(false, false), (false, true), (true, false), (true, true)] {
+                    every.push(Observed {
+                        requested: requested.clone(),
+                        current: current.clone(),
+                        synchronized_api: synchronized_api.clone(),
+                        in_sync,
+                        mapi: SideState {
+                            pause_annotation: None,
+                            paused: mapi_paused,
+                        },
+                        capi,
+                    });
+                }
+            }
+        }
+        every
+    }
+
+    /// `settled` holds exactly where the plan is Idle for every CAPI side and status fact.
+    #[test]
+    fn settled_is_idle_whatever_the_rest_of_the_pair_says() {
+        let values = || {
+            [
+                None,
+                Some(MachineApi),
+                Some(ClusterApi),
+                Some(Migrating),
+                Some(AuthoritativeApi::Unknown(String::new())),
+                Some(AuthoritativeApi::Unknown("Other".into())),
+            ]
+        };
+        let mut settled_pairs = Vec::new();
+        for requested in values() {
+            for current in values() {
+                let always_idle = every_rest(&requested, &current)
+                    .iter()
+                    .all(|observed| plan(observed) == Step::Idle);
+                let claimed = settled(requested.as_ref(), current.as_ref());
+                assert_eq!(
+                    claimed, always_idle,
+                    "requested {requested:?}, current {current:?}"
+                );
+                if claimed {
+                    settled_pairs.push((requested.clone(), current.clone()));
+                }
+            }
+        }
+        assert!(settled_pairs.contains(&(None, Some(MachineApi))));
+        assert!(settled_pairs.contains(&(Some(MachineApi), Some(MachineApi))));
+        assert!(!settled_pairs.contains(&(Some(ClusterApi), Some(ClusterApi))));
     }
 
     #[test]
