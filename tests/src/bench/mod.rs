@@ -908,6 +908,27 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
         ),
         Figure::lower(
             format!(
+                "restart with the migration controllers (the operator's pairs): until quiet, median of {}",
+                real_sync::OPERATOR_RESTARTS
+            ),
+            "ms",
+            real.operator_restart_quiet_ms,
+            None,
+        ),
+        Figure::lower(
+            "restart with the migration controllers: controllers' CPU time until quiet",
+            "ms",
+            real.operator_restart_cpu_ms,
+            None,
+        ),
+        Figure::lower(
+            "restart with the migration controllers: hook calls per pair (the most of any)",
+            "calls",
+            real.operator_restart_hook_calls as f64 / pairs,
+            None,
+        ),
+        Figure::lower(
+            format!(
                 "real sync resident memory over {} synchronized pairs and their infrastructure objects (own process, VmRSS 5 s after quiet)",
                 fleet.machines + fleet.machine_sets
             ),

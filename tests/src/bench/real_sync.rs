@@ -30,6 +30,7 @@ use sync_core::MapiObject;
 use sync_core::api::mapi;
 
 use super::fill::{self, Fleet};
+use super::real_controllers::Wiring;
 pub use super::real_controllers::{CONCURRENCY, Controllers, QUIET, TimedObserver};
 use super::requests::{Requests, Snapshot, counted_client};
 use super::{BenchError, ms};
@@ -548,6 +549,15 @@ pub struct RealOutcome {
     pub restart_first_machine_ms: f64,
     /// Restart: CPU until quiet.
     pub restart_cpu_ms: f64,
+    /// The same restart with the operator's wiring (each sync controller followed by its
+    /// migration controller, [`Wiring::Operator`]): until quiet, the median of
+    /// [`OPERATOR_RESTARTS`].
+    pub operator_restart_quiet_ms: f64,
+    /// Its CPU until quiet (the median restart's).
+    pub operator_restart_cpu_ms: f64,
+    /// Its hook calls, the most of any of its restarts (the migration controllers' hooks
+    /// count).
+    pub operator_restart_hook_calls: usize,
     /// Restart: requests.
     pub restart_requests: Value,
     /// Restart: writes (client side), the most of any restart.
@@ -678,16 +688,24 @@ pub async fn run(
     // 0.6–1 s swings with the VM more than the changes it should show.
     let mut restarts = Vec::new();
     for _ in 0..RESTARTS {
-        let restart = restart_once(&env, &kubeconfig, fleet, platform, bound).await?;
+        let restart = restart_once(&env, &kubeconfig, fleet, platform, Wiring::Sync, bound).await?;
         progress(&restart.line());
         restarts.push(restart);
     }
+    let mut operator_restarts = Vec::new();
+    for _ in 0..OPERATOR_RESTARTS {
+        let restart = restart_once(&env, &kubeconfig, fleet, platform, Wiring::Operator, bound).await?;
+        let line = restart.line();
+        progress(&line.replacen("restart:", "restart with the migration controllers:", 1));
+        operator_restarts.push(restart);
+    }
+    let operator_restart_hook_calls = most(&operator_restarts, |r| r.hook_calls);
+    let operator_restart = median(operator_restarts);
     let restart_quiet_runs_ms: Vec<f64> = restarts.iter().map(|r| r.quiet_ms).collect();
     let restart_writes = most(&restarts, |r| r.requests.writes());
     let restart_rv_advance = most(&restarts, |r| r.rv_advance);
     let restart_hook_calls = most(&restarts, |r| r.hook_calls);
-    restarts.sort_by(|a, b| a.quiet_ms.total_cmp(&b.quiet_ms));
-    let restart = restarts.swap_remove(restarts.len() / 2);
+    let restart = median(restarts);
     let restart_list_floor = list_floors(&env, platform).await?;
     progress(&format!(
         "  restart's list floors: a plain client lists what the controllers watch in {:.2} s, fetches the same pages without decoding them in {:.2} s (medians of 3)",
@@ -764,6 +782,9 @@ pub async fn run(
         restart_quiet_runs_ms,
         restart_first_machine_ms: restart.first_machine_ms,
         restart_cpu_ms: restart.cpu_ms,
+        operator_restart_quiet_ms: operator_restart.quiet_ms,
+        operator_restart_cpu_ms: operator_restart.cpu_ms,
+        operator_restart_hook_calls,
         restart_writes,
         restart_requests: restart.requests.to_json(),
         restart_rv_advance,
@@ -785,6 +806,8 @@ fn process_cpu() -> Duration {
 
 /// How many times the controllers are restarted over the synchronized fleet.
 pub const RESTARTS: usize = 5;
+/// How many times the operator's wiring is restarted after them.
+pub const OPERATOR_RESTARTS: usize = 3;
 
 /// One restart of the controllers over the synchronized fleet, until quiet.
 struct Restart {
@@ -814,26 +837,38 @@ impl Restart {
     }
 }
 
+/// The restart whose time until quiet is the median.
+fn median(mut restarts: Vec<Restart>) -> Restart {
+    restarts.sort_by(|a, b| a.quiet_ms.total_cmp(&b.quiet_ms));
+    restarts.swap_remove(restarts.len() / 2)
+}
+
 /// The largest of a figure over the restarts (writes, hook calls: any restart's count).
 fn most<T: Ord + Default>(restarts: &[Restart], figure: impl Fn(&Restart) -> T) -> T {
     restarts.iter().map(figure).max().unwrap_or_default()
 }
 
-/// Starts the sync controllers over the synchronized fleet, waits until every pair was
-/// reconciled and nothing more happens, and stops them.
+/// Starts the controllers `wiring` says over the synchronized fleet, waits until every
+/// pair was reconciled and nothing more happens, and stops them.
 async fn restart_once(
     env: &TestEnv,
     kubeconfig: &str,
     fleet: Fleet,
     platform: &'static TestPlatform,
+    wiring: Wiring,
     bound: Duration,
 ) -> Result<Restart, BenchError> {
     let rv = env.resource_version();
     let cpu_before = process_cpu();
-    let controllers = Controllers::start(kubeconfig, 1, platform)?;
-    // Every pair is reconciled once at a restart (its objects' list events).
+    let controllers = Controllers::start_wired(kubeconfig, 1, wiring, platform)?;
+    // Every pair is reconciled once at a restart (its objects' list events), and once
+    // more by its migration controller.
+    let per_pair = match wiring {
+        Wiring::Sync => 1,
+        Wiring::Operator => 2,
+    };
     let quiet = controllers
-        .quiet(fleet.machines + fleet.machine_sets, bound)
+        .quiet(per_pair * (fleet.machines + fleet.machine_sets), bound)
         .await?;
     let cpu = controllers.cpu();
     let server_cpu = process_cpu().saturating_sub(cpu_before + cpu);
