@@ -13,9 +13,13 @@ use http::Request;
 use kube::Client;
 use kube::client::Body;
 use sync_core::api::{InfraRef, MalformedRef, capi, mapi};
+use sync_core::migration::MigrationHooks;
 use sync_core::testing::{RecordingHooks, RecordingObserver};
 use sync_core::testkit::PairEnv;
-use sync_core::{CapiOnly, NoOwner, SyncController, SyncPair};
+use sync_core::{
+    Action, CapiOnly, HookResult, NoOwner, Outcome, SkipReason, SyncContext, SyncController, SyncObjects,
+    SyncPair,
+};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -125,5 +129,65 @@ async fn a_follower_whose_leader_never_runs_stops_when_it_is_dropped() -> TestRe
     drop(leader);
     tokio::time::timeout(WAIT, run).await??;
     assert!(hooks.calls().is_empty());
+    Ok(())
+}
+
+/// A migration hook that says a name is settled from its MAPI object alone when the name
+/// says so (and panics telling for `panicky`), and records the names it was handed.
+#[derive(Clone, Default)]
+struct SettlingHooks {
+    handed: Arc<Mutex<Vec<String>>>,
+}
+
+impl MigrationHooks<Pair> for SettlingHooks {
+    fn settled(&self, mapi: &mapi::Machine) -> bool {
+        let name = mapi.metadata.name.as_deref().unwrap_or_default();
+        assert_ne!(name, "panicky", "a hook that panics telling");
+        name.starts_with("settled")
+    }
+
+    async fn reconcile_migration(&self, objects: &SyncObjects<Pair>, _: &SyncContext<Pair>) -> HookResult {
+        if let Ok(mut handed) = self.handed.lock() {
+            handed.push(objects.name.clone());
+        }
+        Ok(Action::await_change())
+    }
+}
+
+/// A migration follower skips a name its hooks call settled, without calling the hook,
+/// and hands every other name (one whose `settled` panicked included) to the hook.
+#[tokio::test]
+async fn a_migration_follower_skips_what_its_hooks_call_settled() -> TestResult {
+    let env = PairEnv::for_pair::<Pair>().await?;
+    for name in ["settled-a", "moving-b", "panicky"] {
+        common::create_machine_api_machine(&env, name).await?;
+    }
+    let observer = RecordingObserver::new();
+    let leader =
+        SyncController::<Pair>::new(env.client(), env.config()).with_observer(Arc::new(observer.clone()));
+    let follower = leader.follower(FOLLOWER);
+    let hooks = SettlingHooks::default();
+    let (stop_leader, leader_stop) = tokio::sync::oneshot::channel::<()>();
+    let leader_run = tokio::spawn(leader.run(RecordingHooks::<Pair>::new(), async {
+        let _ = leader_stop.await;
+    }));
+    let follower_run = tokio::spawn(follower.run_migration(hooks.clone(), std::future::pending()));
+
+    let outcome =
+        |name: &'static str| observer.wait_for(WAIT, move |r| r.controller == FOLLOWER && r.name == name);
+    assert_eq!(
+        outcome("settled-a").await?.outcome,
+        Outcome::Skipped(SkipReason::Settled)
+    );
+    for name in ["moving-b", "panicky"] {
+        assert_eq!(outcome(name).await?.outcome, Outcome::Migration { failed: false });
+    }
+    let mut handed = hooks.handed.lock().map(|h| h.clone()).unwrap_or_default();
+    handed.sort();
+    assert_eq!(handed, ["moving-b", "panicky"]);
+
+    let _ = stop_leader.send(());
+    tokio::time::timeout(WAIT, leader_run).await??;
+    tokio::time::timeout(WAIT, follower_run).await??;
     Ok(())
 }

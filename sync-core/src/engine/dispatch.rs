@@ -1,6 +1,8 @@
 //! What a worker does with a name: the sync's decision table and hooks, or a migration.
 //! The restart checkpoint wraps the first ([`super::checkpointed`]).
 
+use std::panic::AssertUnwindSafe;
+
 use kube::Client;
 use tracing::Instrument;
 
@@ -59,7 +61,9 @@ impl<P: SyncPair, H: MigrationHooks<P>> Dispatch<P> for MigrationDispatch<H> {
                     Ok(Action::await_change()),
                 );
             };
-            if self.0.settled(&mapi) {
+            // A hook that panics telling is asked the whole way, where its panic is caught.
+            let settled = std::panic::catch_unwind(AssertUnwindSafe(|| self.0.settled(&mapi)));
+            if settled.unwrap_or(false) {
                 return (Outcome::Skipped(SkipReason::Settled), Ok(Action::await_change()));
             }
             let objects = fetch_beside(ctx, name, Some(mapi));
