@@ -47,7 +47,7 @@ pub struct SyncObjects<P: SyncPair> {
     pub infra_ref: Option<Result<InfraRef, MalformedRef>>,
     /// The referenced infrastructure object as cached, when its kind is watched and it
     /// exists (whole, or metadata only: see [`crate::runtime::infra::InfraCache`]);
-    /// [`SyncContext::infra_object`] falls back to the API server.
+    /// [`SyncContext::infra_object`](crate::SyncContext::infra_object) falls back to the API server.
     pub infra: Option<Arc<InfraObject>>,
 }
 

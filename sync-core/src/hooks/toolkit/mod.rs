@@ -2,10 +2,10 @@
 //!
 //! | module | what it does |
 //! |---|---|
-//! | [`apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
+//! | [`mod@apply`] | server-side apply of a mirror (or its status) that writes nothing when nothing would change |
 //! | [`contest`] | another writer that keeps undoing the sync's writes: held off, not fought |
 //! | [`foreign`] | the `spec` fields another writer added to a mirror, which an apply cannot remove |
-//! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply`] compares with) |
+//! | [`owned`] | the fields a manager owns, from `managedFields` (what [`apply()`] compares with) |
 //! | [`condition`] | server-side apply of a status fragment or one condition under its own field manager |
 //! | [`status`] | the `Synchronized` condition, `status.synchronizedGeneration` and `synchronizedAPI` |
 //! | [`authority`] | `status.authoritativeAPI`: the migration's writes, the final one resetting the sync state |

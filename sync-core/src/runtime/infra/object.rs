@@ -70,7 +70,7 @@ impl InfraObject {
 
 /// Decodes a whole object: `apiVersion`, `kind` and `metadata` decoded, every other
 /// top-level field kept as its JSON text. From a binary format, what `serialize` wrote
-/// there ([`Binary`]).
+/// there (`Binary`).
 impl<'de> Deserialize<'de> for InfraObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         if !deserializer.is_human_readable() {
@@ -167,7 +167,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
 /// The object as the API server sends it, for a client that writes one back; the body's
 /// fields are written as their text, never decoded. In a binary format (the caches',
-/// `crate::runtime::store`), its [`Binary`] form.
+/// `crate::runtime::store`), its `Binary` form.
 impl Serialize for InfraObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if !serializer.is_human_readable() {
