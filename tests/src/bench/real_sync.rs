@@ -689,14 +689,13 @@ pub async fn run(
     let mut restarts = Vec::new();
     for _ in 0..RESTARTS {
         let restart = restart_once(&env, &kubeconfig, fleet, platform, Wiring::Sync, bound).await?;
-        progress(&restart.line());
+        progress(&restart.line(Wiring::Sync));
         restarts.push(restart);
     }
     let mut operator_restarts = Vec::new();
     for _ in 0..OPERATOR_RESTARTS {
         let restart = restart_once(&env, &kubeconfig, fleet, platform, Wiring::Operator, bound).await?;
-        let line = restart.line();
-        progress(&line.replacen("restart:", "restart with the migration controllers:", 1));
+        progress(&restart.line(Wiring::Operator));
         operator_restarts.push(restart);
     }
     let operator_restart_hook_calls = most(&operator_restarts, |r| r.hook_calls);
@@ -822,9 +821,14 @@ struct Restart {
 }
 
 impl Restart {
-    fn line(&self) -> String {
+    /// The restart's progress line, named by the controllers `wiring` ran.
+    fn line(&self, wiring: Wiring) -> String {
+        let what = match wiring {
+            Wiring::Sync => "restart",
+            Wiring::Operator => "restart with the migration controllers",
+        };
         format!(
-            "  restart: first Machine reconcile after {:.2} s, quiet after {:.2} s, CPU {:.2} s (the API server's {:.2} s), {} writes, resourceVersion +{}, {} hook calls; requests: {}",
+            "  {what}: first Machine reconcile after {:.2} s, quiet after {:.2} s, CPU {:.2} s (the API server's {:.2} s), {} writes, resourceVersion +{}, {} hook calls; requests: {}",
             self.first_machine_ms / 1e3,
             self.quiet_ms / 1e3,
             self.cpu_ms / 1e3,
