@@ -18,7 +18,7 @@ mod pair;
 mod runtime;
 pub mod testing;
 
-pub use engine::{Readiness, SyncConfig, SyncController, checkpoint, observe};
+pub use engine::{MapiTap, Readiness, SyncConfig, SyncController, checkpoint, observe};
 pub use hooks::{context, decision, migration, toolkit};
 pub use runtime::{events, infra, lenient, store};
 
@@ -32,6 +32,7 @@ pub use infra::{InfraConfig, InfraTracker};
 pub use observe::{Outcome, SkipReason};
 pub use pair::{CapiOnly, MapiObject, Namespaced, NoOwner, SyncObject, SyncPair};
 pub use runtime::queue::Backoff;
+pub use runtime::reflect::Touched;
 pub use store::Store;
 #[cfg(feature = "testkit")]
 pub use testing::testkit;

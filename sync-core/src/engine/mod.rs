@@ -35,6 +35,7 @@ use crate::engine::dispatch::{Dispatch, MigrationDispatch, SyncDispatch};
 use crate::engine::follow::{Fanout, Following, Leader};
 use crate::engine::observe::Observer;
 use crate::engine::triggers::OwnerIndex;
+pub use crate::engine::watches::MapiTap;
 use crate::engine::watches::{Feeds, Watches, Writers};
 use crate::hooks::SyncHooks;
 use crate::hooks::context::{Caches, MalformedObjects, Namespaces, SyncContext};
@@ -109,6 +110,7 @@ enum Source<P: SyncPair> {
         /// Boxed: the writers with their buffers outweigh a follower's handle.
         writers: Box<Writers<P>>,
         following: Following,
+        mapi_tap: Option<MapiTap<P::Mapi>>,
     },
     /// Its leader's ([`SyncController::follower`]).
     Leader(Leader),
@@ -151,6 +153,7 @@ impl<P: SyncPair> SyncController<P> {
             source: Source::Watches {
                 writers: Box::new(writers),
                 following: Following::default(),
+                mapi_tap: None,
             },
         }
     }
@@ -227,6 +230,22 @@ impl<P: SyncPair> SyncController<P> {
         self
     }
 
+    /// Hands `tap` every change the MAPI watch sees ([`MapiTap`]), so that another
+    /// component can follow the MAPI objects without listing and watching them again. A
+    /// controller with its own watches only: a follower watches nothing, and ignores it
+    /// (with a warning).
+    #[must_use]
+    pub fn with_mapi_tap(mut self, tap: MapiTap<P::Mapi>) -> Self {
+        match &mut self.source {
+            Source::Watches { mapi_tap, .. } => *mapi_tap = Some(tap),
+            Source::Leader(_) => tracing::warn!(
+                controller = self.name,
+                "a follower watches nothing: its MAPI tap sees nothing; give it to its leader"
+            ),
+        }
+        self
+    }
+
     /// A handle that says when the caches have synced.
     pub fn readiness(&self) -> Readiness {
         Readiness(self.ready.subscribe())
@@ -294,8 +313,13 @@ impl<P: SyncPair> SyncController<P> {
             dispatch,
         };
         match source {
-            Source::Watches { writers, following } => {
-                run.lead(*writers, following, infra, preparing, shutdown).await;
+            Source::Watches {
+                writers,
+                following,
+                mapi_tap,
+            } => {
+                run.lead(*writers, mapi_tap, following, infra, preparing, shutdown)
+                    .await;
             }
             Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
         }
@@ -315,12 +339,13 @@ struct Run<P: SyncPair, D> {
 }
 
 impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
-    /// A controller with its own watches: start them (and, through `infra`, the
-    /// infrastructure watches), wait for their lists, run the workers until `shutdown`,
+    /// A controller with its own watches: start them (the MAPI one tapped by `mapi_tap`;
+    /// through `infra`, the infrastructure watches), wait for their lists, run the workers until `shutdown`,
     /// stop the watches.
     async fn lead(
         self,
         writers: Writers<P>,
+        mapi_tap: Option<MapiTap<P::Mapi>>,
         following: Following,
         infra: Option<InfraTracker>,
         preparing: JoinHandle<()>,
@@ -338,6 +363,7 @@ impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
             caches: &self.caches,
             owners: &owners,
             infra: registration.as_ref().map(InfraRegistration::tracker),
+            mapi_tap,
         };
         let mut watches = watches::start(&self.client, &self.config, writers, feeds);
         let infra_refs = registration.as_ref().map(InfraRegistration::tracker);

@@ -1,6 +1,9 @@
 //! The watches of one pair: the MAPI kind, the CAPI kind and the CAPI-only policy's owner
 //! mirrors, each filling its cache and queueing the names its changes touch.
 
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -38,13 +41,21 @@ impl Watches {
     }
 }
 
+/// Sees every change a pair's MAPI watch hands its cache, in the watch's own task
+/// ([`crate::SyncController::with_mapi_tap`]): each object of the first list, then each
+/// change; a relist only what it changed and what it found gone. It holds the watch up
+/// while it runs, so it must be quick; a panic in it is logged and the watch goes on.
+pub type MapiTap<K> = Arc<dyn Fn(&Touched<'_, K>) + Send + Sync>;
+
 /// What the watches feed: the queues (the controller's and its followers'), the malformed objects, the owner index and the
-/// infrastructure references (`infra`: the pair's registration with its tracker).
+/// infrastructure references (`infra`: the pair's registration with its tracker), and
+/// the MAPI watch's tap, if any.
 pub(crate) struct Feeds<'a, P: SyncPair> {
     pub queue: &'a Fanout,
     pub caches: &'a Caches<P>,
     pub owners: &'a OwnerIndex,
     pub infra: Option<ControllerHandle>,
+    pub mapi_tap: Option<MapiTap<P::Mapi>>,
 }
 
 /// Starts the pair's watches.
@@ -68,6 +79,7 @@ pub(crate) fn start<P: SyncPair>(
     }
     let queue = feeds.queue.clone();
     let malformed = feeds.caches.malformed.clone();
+    let tap = feeds.mapi_tap.clone();
     tasks.spawn(reflect(
         "mapi",
         watch!(P::Mapi, &namespaces.mapi),
@@ -75,6 +87,9 @@ pub(crate) fn start<P: SyncPair>(
         listed[0].clone(),
         move |touched| {
             MalformedObjects::set(&malformed.mapi, touched.name(), malformed_of(&touched));
+            if let Some(tap) = &tap {
+                tap_safely(tap, &touched);
+            }
             queue.add(touched.name());
         },
     ));
@@ -155,6 +170,16 @@ pub(crate) fn own_infra_config(config: &SyncConfig) -> InfraConfig {
     infra.watcher = config.watcher.clone();
     infra.instance = config.instance.clone();
     infra
+}
+
+/// Hands `touched` to `tap`; a panic there is logged, and the watch goes on.
+fn tap_safely<K: Resource>(tap: &MapiTap<K>, touched: &Touched<'_, K>) {
+    if std::panic::catch_unwind(AssertUnwindSafe(|| tap(touched))).is_err() {
+        tracing::error!(
+            object = touched.name(),
+            "the MAPI watch's tap panicked on this object; the watch goes on without it"
+        );
+    }
 }
 
 fn malformed_of<'a, K: Resource>(touched: &Touched<'a, K>) -> Option<&'a Malformed> {

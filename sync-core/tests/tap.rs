@@ -1,0 +1,118 @@
+//! The MAPI watch's tap on envtest: another component follows the MAPI objects through the
+//! controller's own watch — each listed object, each change, each deletion — and a tap
+//! that panics costs it that one object, not the watch.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use serde_json::json;
+use sync_core::api::{InfraRef, MalformedRef, capi, mapi};
+use sync_core::testing::RecordingHooks;
+use sync_core::testkit::PairEnv;
+use sync_core::{CapiOnly, MapiTap, NoOwner, SyncController, SyncPair, Touched};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Machines, without infrastructure references.
+struct Pair;
+impl SyncPair for Pair {
+    type Mapi = mapi::Machine;
+    type Capi = capi::Machine;
+    type OwnerMirror = NoOwner;
+    const NAME: &'static str = "tap-test";
+    const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
+    const INFRA_REF: Option<&'static str> = None;
+    fn infra_ref(_: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
+        Ok(None)
+    }
+}
+
+/// What a tap saw, one line per object: `present <name> <label a>` or `gone <name>`.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A tap that records what it sees, and panics on `panicky`.
+fn recording_tap() -> (MapiTap<mapi::Machine>, Seen) {
+    let seen = Seen::default();
+    let record = seen.clone();
+    let tap: MapiTap<mapi::Machine> = Arc::new(move |touched: &Touched<'_, mapi::Machine>| {
+        assert_ne!(touched.name(), "panicky", "a tap that panics");
+        let line = match touched {
+            Touched::Present(machine) => {
+                let label = machine.metadata.labels.as_ref().and_then(|l| l.get("a"));
+                format!("present {} {}", touched.name(), label.map_or("-", String::as_str))
+            }
+            Touched::Gone(_) => format!("gone {}", touched.name()),
+            Touched::Malformed(_) | Touched::MalformedGone(_) => format!("malformed {}", touched.name()),
+        };
+        if let Ok(mut seen) = record.lock() {
+            seen.push(line);
+        }
+    });
+    (tap, seen)
+}
+
+fn lines(seen: &Seen) -> Vec<String> {
+    seen.lock().map(|s| s.clone()).unwrap_or_default()
+}
+
+/// Waits until the tap has seen `line`.
+async fn saw(seen: &Seen, line: &str) -> TestResult {
+    tokio::time::timeout(WAIT, async {
+        while !lines(seen).iter().any(|l| l == line) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .map_err(|_| format!("the tap never saw {line:?}; it saw {:?}", lines(seen)).into())
+}
+
+#[tokio::test]
+async fn a_tap_sees_every_listed_changed_and_deleted_mapi_object_and_survives_its_own_panic() -> TestResult {
+    let env = PairEnv::for_pair::<Pair>().await?;
+    common::create_machine_api_machine(&env, "listed").await?;
+    let (tap, seen) = recording_tap();
+    let (follower_tap, follower_seen) = recording_tap();
+    let leader = SyncController::<Pair>::new(env.client(), env.config()).with_mapi_tap(tap);
+    let follower = leader.follower("tap-test-follower").with_mapi_tap(follower_tap);
+    let hooks = RecordingHooks::<Pair>::new();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async {
+        let _ = stopped.await;
+    };
+    let leader_run = tokio::spawn(leader.run(hooks.clone(), shutdown));
+    let follower_run = tokio::spawn(follower.run(RecordingHooks::<Pair>::new(), std::future::pending()));
+
+    // The first list, then a tap that panics on one object: that object is still
+    // reconciled, and the watch goes on to the next change.
+    saw(&seen, "present listed -").await?;
+    common::create_machine_api_machine(&env, "panicky").await?;
+    hooks
+        .wait_for(WAIT, |call| call.objects.name == "panicky")
+        .await?;
+    let machines = Api::<mapi::Machine>::namespaced(env.client(), &env.namespaces().mapi);
+    let label = json!({"metadata": {"labels": {"a": "b"}}});
+    machines
+        .patch("listed", &PatchParams::default(), &Patch::Merge(label))
+        .await?;
+    saw(&seen, "present listed b").await?;
+    machines.delete("listed", &DeleteParams::default()).await?;
+    saw(&seen, "gone listed").await?;
+    assert!(
+        !lines(&seen).iter().any(|line| line.contains("panicky")),
+        "{:?}",
+        lines(&seen)
+    );
+
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, leader_run).await??;
+    tokio::time::timeout(WAIT, follower_run).await??;
+    // A follower watches nothing: its tap saw nothing.
+    assert_eq!(lines(&follower_seen), Vec::<String>::new());
+    Ok(())
+}
