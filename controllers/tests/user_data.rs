@@ -1,22 +1,25 @@
 //! The user-data secrets on a real API server (envtest): copied from the MAPI namespace to
 //! the CAPI namespace as Cluster API reads them, kept current, never taken from another
 //! writer, and a missing source reported — each row of `controllers/src/user_data.rs`'s
-//! table, with the Events it publishes.
+//! table, with the Events it publishes. The copier learns which Secrets the Machines and
+//! MachineSets name from the sync controllers' MAPI watches (on the stub hooks here).
 
 mod common;
 
 use std::collections::BTreeMap;
 
 use common::{CAPI_NS, MAPI_NS, TIMEOUT, wait_for};
-use controllers::user_data::{MANAGER, UserDataSync};
+use controllers::machine::MachineSync;
+use controllers::machine_set::MachineSetSync;
+use controllers::user_data::{MANAGER, Tap, UserDataSync};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Event, Secret};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::events::Reporter;
 use serde_json::json;
-use sync_core::Namespaces;
 use sync_core::api::mapi;
 use sync_core::events::Recorder;
+use sync_core::{Namespaces, Stubs, SyncConfig, SyncController};
 use tokio_util::sync::CancellationToken;
 
 fn secret(namespace: &str, name: &str, data: &[(&str, &str)]) -> Secret {
@@ -48,8 +51,17 @@ fn start(env: &envtest::TestEnv) -> CancellationToken {
             instance: Some("user-data-test".into()),
         },
     );
+    let config = SyncConfig {
+        namespaces: namespaces.clone(),
+        ..SyncConfig::default()
+    };
+    let (tap, references) = Tap::channel();
+    let machines = tap.install(SyncController::<MachineSync>::new(env.client(), config.clone()));
+    let sets = tap.install(SyncController::<MachineSetSync>::new(env.client(), config));
+    tokio::spawn(machines.run(Stubs, stop.clone().cancelled_owned()));
+    tokio::spawn(sets.run(Stubs, stop.clone().cancelled_owned()));
     let sync = UserDataSync::new(env.client(), namespaces, recorder);
-    tokio::spawn(sync.run(stop.clone()));
+    tokio::spawn(sync.run(references, stop.clone()));
     stop
 }
 
@@ -184,7 +196,7 @@ async fn a_secret_another_writer_made_is_never_overwritten() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secret_a_machine_names_is_copied_and_a_missing_one_reported() {
+async fn the_secrets_machine_sets_and_machines_name_are_copied_and_a_missing_one_reported() {
     let env = common::env().await;
     // A MachineSet whose providerSpec names `infra-user-data`, which does not exist yet.
     let sets: Api<mapi::MachineSet> = Api::namespaced(env.client(), MAPI_NS);
@@ -229,5 +241,27 @@ async fn a_secret_a_machine_names_is_copied_and_a_missing_one_reported() {
         .await;
     assert!(created.is_ok(), "{created:?}");
     copied(&env, "infra-user-data", "infra").await;
+
+    // A Machine created now (seen by the Machine sync's watch) names another Secret.
+    let created = sources
+        .create(
+            &PostParams::default(),
+            &secret(MAPI_NS, "machine-user-data", &[("userData", "machine")]),
+        )
+        .await;
+    assert!(created.is_ok(), "{created:?}");
+    let machines: Api<mapi::Machine> = Api::namespaced(env.client(), MAPI_NS);
+    let machine: mapi::Machine = match serde_json::from_value(json!({
+        "apiVersion": "machine.openshift.io/v1beta1",
+        "kind": "Machine",
+        "metadata": {"name": "infra-a", "namespace": MAPI_NS},
+        "spec": {"providerSpec": {"value": {"userDataSecret": {"name": "machine-user-data"}}}}
+    })) {
+        Ok(machine) => machine,
+        Err(error) => panic!("{error}"),
+    };
+    let created = machines.create(&PostParams::default(), &machine).await;
+    assert!(created.is_ok(), "{created:?}");
+    copied(&env, "machine-user-data", "machine").await;
     stop.cancel();
 }

@@ -22,9 +22,11 @@ use crate::machine::MachineSync;
 use crate::machine_set::MachineSetSync;
 use crate::migration::{MigratingPair, MigrationConfig, MigrationMetrics, Migrator};
 use crate::sync::PlatformHooks;
+use crate::user_data::{References, Referrer, Tap};
 
-/// A pair the operator syncs and migrates.
-pub trait OperatorPair: MigratingPair + Sized {
+/// A pair the operator syncs and migrates; its MAPI objects name user-data Secrets, which
+/// the copier learns from its sync controller's MAPI watch.
+pub trait OperatorPair: MigratingPair<Mapi: Referrer> + Sized {
     /// The pair's sync hooks: the platform's, with what they read from the other pairs'
     /// caches.
     fn sync_hooks(platform: PlatformHooks, stores: &CapiStores) -> impl SyncHooks<Self>;
@@ -106,8 +108,10 @@ pub struct Pairs {
 }
 
 impl Pairs {
-    /// The pairs the operator runs: one line each.
-    pub fn build(shared: &Shared) -> Self {
+    /// The pairs the operator runs: one line each. With them, the user-data Secrets
+    /// their MAPI objects name, as their sync controllers' watches see them, for the
+    /// copier (dropped, the watches stop reading them).
+    pub fn build(shared: &Shared) -> (Self, References) {
         PairsBuilder::new(shared)
             .pair::<MachineSync>()
             .pair::<MachineSetSync>()
@@ -153,14 +157,19 @@ struct PairsBuilder<'a> {
     shared: &'a Shared,
     pairs: Vec<Box<dyn Built>>,
     stores: CapiStores,
+    tap: Tap,
+    references: References,
 }
 
 impl<'a> PairsBuilder<'a> {
     fn new(shared: &'a Shared) -> Self {
+        let (tap, references) = Tap::channel();
         Self {
             shared,
             pairs: Vec::new(),
             stores: CapiStores::default(),
+            tap,
+            references,
         }
     }
 
@@ -175,17 +184,19 @@ impl<'a> PairsBuilder<'a> {
         let sync = SyncController::<P>::new(client, config)
             .with_infra(infra)
             .with_observer(observer);
+        let sync = self.tap.install(sync);
         let migration = sync.follower(P::MIGRATION);
         self.stores.insert(sync.caches().capi);
         self.pairs.push(Box::new(PairControllers { sync, migration }));
         self
     }
 
-    fn build(self) -> Pairs {
-        Pairs {
+    fn build(self) -> (Pairs, References) {
+        let pairs = Pairs {
             pairs: self.pairs,
             stores: Arc::new(self.stores),
-        }
+        };
+        (pairs, self.references)
     }
 }
 
@@ -283,7 +294,7 @@ mod tests {
 
     #[tokio::test]
     async fn each_pair_runs_a_sync_and_a_migration_controller_on_one_set_of_caches() -> TestResult {
-        let pairs = Pairs::build(&shared()?);
+        let (pairs, _) = Pairs::build(&shared()?);
         let names = |controllers: Vec<(&'static str, Readiness)>| -> Vec<&'static str> {
             controllers.into_iter().map(|(name, _)| name).collect()
         };

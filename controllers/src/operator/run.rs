@@ -36,7 +36,7 @@ use crate::feature_gate::{self, GateSource};
 use crate::migration::MigrationConfig;
 use crate::sync::cluster::InfraCluster;
 use crate::sync::{Cluster, PlatformHooks};
-use crate::user_data::UserDataSync;
+use crate::user_data::{References, UserDataSync};
 
 /// Where the service account's namespace is mounted in a pod.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -629,11 +629,12 @@ impl Wiring {
             infra: self.infra.clone(),
             observer: self.metrics.clone(),
         };
-        let pairs = Pairs::build(&shared);
+        let (pairs, user_data_references) = Pairs::build(&shared);
         self.metrics.set_caches(pairs.caches());
         self.metrics.expect_migrations(&pairs.migration_controllers());
         Controllers {
             pairs,
+            user_data_references,
             namespaces: self.config.namespaces.clone(),
             migration: self.migration.clone(),
             checkpoint_namespace: self.checkpoint_namespace.clone(),
@@ -649,6 +650,8 @@ impl Wiring {
 /// The sync and migration controllers, run together.
 struct Controllers {
     pairs: Pairs,
+    /// What the pairs' MAPI watches tell the user-data copier.
+    user_data_references: References,
     namespaces: Namespaces,
     migration: MigrationConfig,
     checkpoint_namespace: Option<String>,
@@ -678,7 +681,9 @@ impl Controllers {
         tracing::info!(synced = hooks.is_some(), "starting the controllers");
         let Some((hooks, cluster)) = hooks else {
             // Watched but left alone: the stub hooks write nothing, and nothing migrates
-            // without a sync to keep the sides equal.
+            // without a sync to keep the sides equal. Nothing is copied either: the
+            // watches stop telling the copier what the Machines name.
+            drop(self.user_data_references);
             self.pairs.run(Mode::Watch, stop).await;
             tracing::info!("controllers stopped");
             return Ended::Stopped;
@@ -696,7 +701,7 @@ impl Controllers {
         // the controllers stop and are built again with the new facts.
         let controllers = stop.child_token();
         let all = futures::future::join(
-            user_data.run(controllers.clone()),
+            user_data.run(self.user_data_references, controllers.clone()),
             self.pairs.run(Mode::Sync(Arc::new(syncing)), controllers.clone()),
         );
         tokio::pin!(all);

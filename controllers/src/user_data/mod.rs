@@ -33,7 +33,8 @@ use sync_core::Namespaces;
 use sync_core::events::Recorder;
 use tokio_util::sync::CancellationToken;
 
-use references::{MachineSetSpec, MachineSpec, Referencing, Referrer};
+use references::Reference;
+pub use references::{References, Referrer, Tap};
 
 mod references;
 
@@ -114,12 +115,10 @@ fn owned(secret: &Secret) -> bool {
         .any(|entry| entry.manager.as_deref() == Some(MANAGER) && entry.operation.as_deref() == Some("Apply"))
 }
 
-/// A change one of the four watches saw.
+/// A change the copier saw.
 enum Seen {
     /// A MAPI Machine or MachineSet names this Secret (`None`: none), keyed by kind/name.
-    Reference(String, Option<String>),
-    /// A relist of MAPI objects of this kind starts: its references are forgotten.
-    Relisting(&'static str),
+    Reference(Reference),
     /// A Secret changed (the stores hold it).
     Secret,
     /// A watch failed (retried with backoff).
@@ -143,8 +142,9 @@ impl UserDataSync {
         }
     }
 
-    /// Runs until `stop`.
-    pub async fn run(self, stop: CancellationToken) {
+    /// Runs until `stop`, learning which Secrets the MAPI objects name from `references`
+    /// (the sync controllers' MAPI watches, tapped: [`Tap::channel`]).
+    pub async fn run(self, references: References, stop: CancellationToken) {
         let (sources, source_writer) = reflector::store::<Secret>();
         let (targets, target_writer) = reflector::store::<Secret>();
         let secrets = |namespace: &str, writer| {
@@ -157,15 +157,12 @@ impl UserDataSync {
                 })
                 .boxed()
         };
-        let machines = self.references::<MachineSpec>();
-        let sets = self.references::<MachineSetSpec>();
         let mut events = futures::stream::select_all([
             secrets(&self.namespaces.mapi, source_writer),
             secrets(&self.namespaces.capi, target_writer),
-            machines,
-            sets,
+            references.0.map(Seen::Reference).boxed(),
         ]);
-        let mut references: BTreeMap<String, String> = BTreeMap::new();
+        let mut named: BTreeMap<String, String> = BTreeMap::new();
         let mut reported: BTreeMap<String, Action> = BTreeMap::new();
         let mut retry: Option<tokio::time::Instant> = None;
         let mut backoff = Duration::from_millis(500);
@@ -179,15 +176,14 @@ impl UserDataSync {
             // Everything already queued, then one pass.
             loop {
                 match next {
-                    Some(Seen::Reference(key, Some(name))) => {
-                        references.insert(key, name);
+                    Some(Seen::Reference(Reference {
+                        key,
+                        secret: Some(name),
+                    })) => {
+                        named.insert(key, name);
                     }
-                    Some(Seen::Reference(key, None)) => {
-                        references.remove(&key);
-                    }
-                    Some(Seen::Relisting(kind)) => {
-                        let prefix = format!("{kind}/");
-                        references.retain(|key, _| !key.starts_with(&prefix));
+                    Some(Seen::Reference(Reference { key, secret: None })) => {
+                        named.remove(&key);
                     }
                     Some(Seen::Failed(error)) => {
                         tracing::warn!(%error, "user-data secrets: a watch failed; retrying with backoff")
@@ -203,7 +199,7 @@ impl UserDataSync {
                 continue;
             }
             retry = None;
-            let wanted: BTreeSet<&str> = references
+            let wanted: BTreeSet<&str> = named
                 .values()
                 .map(String::as_str)
                 .chain([WORKER_USER_DATA])
@@ -216,24 +212,6 @@ impl UserDataSync {
                 backoff = Duration::from_millis(500);
             }
         }
-    }
-
-    /// The references of one MAPI kind, as a stream of [`Seen`].
-    fn references<S: Referrer>(&self) -> futures::stream::BoxStream<'static, Seen> {
-        let api: Api<Referencing<S>> = Api::namespaced(self.client.clone(), &self.namespaces.mapi);
-        let kind = S::KIND;
-        watcher(api, watcher::Config::default())
-            .default_backoff()
-            .map(move |event| match event {
-                Ok(watcher::Event::Init) => Seen::Relisting(kind),
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    Seen::Reference(format!("{kind}/{}", o.name_any()), references::secret(&o))
-                }
-                Ok(watcher::Event::Delete(o)) => Seen::Reference(format!("{kind}/{}", o.name_any()), None),
-                Ok(watcher::Event::InitDone) => Seen::Secret,
-                Err(error) => Seen::Failed(error.to_string()),
-            })
-            .boxed()
     }
 
     /// Brings every wanted name to its row of the table; true when a write failed (the

@@ -227,7 +227,8 @@ async fn run_controllers(
     );
     let observer: Arc<dyn Observer> = Arc::new(observer);
     if wiring == Wiring::Operator {
-        let pairs = Pairs::build(&Shared {
+        // No user-data copier: the tap's references are dropped, and it reads nothing.
+        let (pairs, _) = Pairs::build(&Shared {
             client,
             config,
             infra: tracker,
