@@ -176,13 +176,15 @@ impl UserDataSync {
             // Everything already queued, then one pass.
             loop {
                 match next {
+                    // `worker-user-data` is always wanted: an object naming it needs no
+                    // entry (most do; 10 000 entries would hold 0.9 MiB).
                     Some(Seen::Reference(Reference {
                         key,
                         secret: Some(name),
-                    })) => {
+                    })) if name != WORKER_USER_DATA => {
                         named.insert(key, name);
                     }
-                    Some(Seen::Reference(Reference { key, secret: None })) => {
+                    Some(Seen::Reference(Reference { key, .. })) => {
                         named.remove(&key);
                     }
                     Some(Seen::Failed(error)) => {
