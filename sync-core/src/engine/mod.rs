@@ -340,8 +340,8 @@ struct Run<P: SyncPair, D> {
 
 impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
     /// A controller with its own watches: start them (the MAPI one tapped by `mapi_tap`;
-    /// through `infra`, the infrastructure watches), wait for their lists, run the workers until `shutdown`,
-    /// stop the watches.
+    /// through `infra`, the infrastructure watches), wait for their lists, run the workers
+    /// until `shutdown`, stop the watches.
     async fn lead(
         self,
         writers: Writers<P>,
