@@ -17,7 +17,8 @@
 //!   installed (the controllers as the operator's ServiceAccount, which they exempt);
 //! * `--platform OpenStack`: the real sync's scenarios on an OpenStack fleet (default AWS);
 //! * `--serve`: only fill an envtest with the fleet (with `--real-only`: the real sync's
-//!   fleet, synchronized), print its kubeconfig path and serve
+//!   fleet, synchronized, and the platform's Infrastructure, so that the shipped operator
+//!   syncs over it), print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
 //!   `valgrind --tool=massif <bench binary> --child macro <kubeconfig> 10000 100`.
 //!
@@ -214,11 +215,16 @@ async fn serve(settings: &Settings) -> BenchResult<()> {
     if let Some(real) = settings.real.as_ref().filter(|_| settings.real_only) {
         let started = std::time::Instant::now();
         let env = bench::real_sync::converged_env(real.fleet, real.platform).await?;
+        // The shipped operator run against it then syncs (without it, it only watches).
+        e2e::real::install_infrastructure(&env.client(), real.platform)
+            .await
+            .map_err(|e| bench::BenchError::Other(format!("the Infrastructure: {e}")))?;
         eprintln!(
-            "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s; serving until stdin closes",
+            "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s, with the {} Infrastructure; serving until stdin closes",
             real.fleet.machines,
             real.fleet.machine_sets,
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            real.platform.name
         );
         println!("{}", env.kubeconfig_path()?.display());
         let mut rest = Vec::new();

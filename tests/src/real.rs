@@ -14,7 +14,7 @@ use controllers::simulate::SimulatedProviders;
 use controllers::sync::Cluster as ClusterFacts;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::{Resource, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 use sync_core::api::{AuthoritativeApi, mapi};
 use sync_core::testing::RecordingObserver;
@@ -287,6 +287,32 @@ async fn with_crds(cluster: Cluster, platform: &TestPlatform) -> TestResult<Clus
 /// The `Infrastructure` object of the AWS test clusters: AWS, [`CLUSTER_NAME`], [`REGION`].
 pub fn infrastructure() -> TestResult<sync_core::api::Infrastructure> {
     AWS.infrastructure()
+}
+
+/// Serves the Infrastructure kind and creates `platform`'s `cluster` object with its status
+/// (a subresource: a second write), as the installer leaves it: what the operator reads to
+/// tell the platform. Without it the operator only watches.
+pub async fn install_infrastructure(client: &Client, platform: &TestPlatform) -> TestResult {
+    use sync_core::api::Infrastructure;
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/examples/crds/config.openshift.io_infrastructures.yaml");
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&std::fs::read_to_string(file)?)?;
+    apply_crd(client, &crd).await?;
+    let api: Api<Infrastructure> = Api::all(client.clone());
+    let wanted = platform.infrastructure()?;
+    let created = eventually_within(Duration::from_secs(10), "the Infrastructure CRD served", || {
+        let (api, wanted) = (api.clone(), wanted.clone());
+        async move { Ok(api.create(&PostParams::default(), &wanted).await.ok()) }
+    })
+    .await?;
+    let status = json!({ "status": serde_json::to_value(&wanted.status)? });
+    api.patch_status(
+        &created.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&status),
+    )
+    .await?;
+    Ok(())
 }
 
 /// The controllers with the real hooks (and the simulated providers).

@@ -13,16 +13,15 @@ use controllers::operator::{Operator, Settings};
 use controllers::simulate::SimulatedProviders;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use sync_core::api::{Infrastructure, capi, mapi};
+use sync_core::api::{capi, mapi};
 use sync_core::toolkit::SYNC_FINALIZER;
 use tokio_util::sync::CancellationToken;
 
 use crate::migration::{AuthorityMonitor, is_paused, request_machine, request_machine_set, settled_on};
 use crate::real::{
-    aws, aws_cluster, create_aws_machine, create_aws_machine_set, eventually_within, infrastructure,
-    provider_spec,
+    aws, aws_cluster, create_aws_machine, create_aws_machine_set, eventually_within, provider_spec,
 };
 use crate::{Cluster, TestResult, apply_crd};
 
@@ -159,24 +158,7 @@ fn settings(cluster: &Cluster, replica: &str) -> Settings {
 }
 
 async fn install_infrastructure(cluster: &Cluster) -> TestResult {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/examples/crds/config.openshift.io_infrastructures.yaml");
-    let crd: CustomResourceDefinition = serde_saphyr::from_str(&std::fs::read_to_string(file)?)?;
-    apply_crd(&cluster.client, &crd).await?;
-    let api: Api<Infrastructure> = Api::all(cluster.client.clone());
-    let wanted = infrastructure()?;
-    let created = eventually_within(Duration::from_secs(10), "the Infrastructure CRD served", || {
-        let (api, wanted) = (api.clone(), wanted.clone());
-        async move { Ok(api.create(&PostParams::default(), &wanted).await.ok()) }
-    })
-    .await?;
-    let status = serde_json::json!({ "status": serde_json::to_value(&wanted.status)? });
-    api.patch_status(
-        &created.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&status),
-    )
-    .await?;
+    crate::real::install_infrastructure(&cluster.client, &crate::real::AWS).await?;
     install_aws_cluster(cluster).await
 }
 
