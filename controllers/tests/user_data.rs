@@ -65,6 +65,18 @@ fn start(env: &envtest::TestEnv) -> CancellationToken {
     stop
 }
 
+/// Creates the MAPI namespace's source Secret `name` holding `user_data`.
+async fn create_source(env: &envtest::TestEnv, name: &str, user_data: &str) {
+    let sources: Api<Secret> = Api::namespaced(env.client(), MAPI_NS);
+    let created = sources
+        .create(
+            &PostParams::default(),
+            &secret(MAPI_NS, name, &[("userData", user_data)]),
+        )
+        .await;
+    assert!(created.is_ok(), "{created:?}");
+}
+
 fn data(secret: &Secret) -> BTreeMap<String, String> {
     secret
         .data
@@ -113,13 +125,7 @@ async fn warning(env: &envtest::TestEnv, namespace: &str, name: &str, reason: &s
 async fn worker_user_data_is_copied_as_value_and_format_and_kept_current() {
     let env = common::env().await;
     let sources: Api<Secret> = Api::namespaced(env.client(), MAPI_NS);
-    let created = sources
-        .create(
-            &PostParams::default(),
-            &secret(MAPI_NS, "worker-user-data", &[("userData", "v1")]),
-        )
-        .await;
-    assert!(created.is_ok(), "{created:?}");
+    create_source(&env, "worker-user-data", "v1").await;
     let stop = start(&env);
 
     let target = copied(&env, "worker-user-data", "v1").await;
@@ -232,24 +238,11 @@ async fn the_secrets_machine_sets_and_machines_name_are_copied_and_a_missing_one
     assert_eq!(listed.ok(), Some(0));
 
     // The source appears: it is copied.
-    let sources: Api<Secret> = Api::namespaced(env.client(), MAPI_NS);
-    let created = sources
-        .create(
-            &PostParams::default(),
-            &secret(MAPI_NS, "infra-user-data", &[("userData", "infra")]),
-        )
-        .await;
-    assert!(created.is_ok(), "{created:?}");
+    create_source(&env, "infra-user-data", "infra").await;
     copied(&env, "infra-user-data", "infra").await;
 
     // A Machine created now (seen by the Machine sync's watch) names another Secret.
-    let created = sources
-        .create(
-            &PostParams::default(),
-            &secret(MAPI_NS, "machine-user-data", &[("userData", "machine")]),
-        )
-        .await;
-    assert!(created.is_ok(), "{created:?}");
+    create_source(&env, "machine-user-data", "machine").await;
     let machines: Api<mapi::Machine> = Api::namespaced(env.client(), MAPI_NS);
     let machine: mapi::Machine = match serde_json::from_value(json!({
         "apiVersion": "machine.openshift.io/v1beta1",

@@ -10,32 +10,17 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sync_core::api::{ContractVersionedObjectReference, InfraRef, MalformedRef, capi, mapi};
+use sync_core::api::{ContractVersionedObjectReference, capi, mapi};
 use sync_core::checkpoint::Checkpoint;
 use sync_core::testing::{Hook, RecordingHooks};
 use sync_core::testkit::{PairEnv, RunningPair};
-use sync_core::{
-    Action, CapiOnly, HookResult, NoOwner, SkipReason, SyncContext, SyncController, SyncHooks, SyncObjects,
-    SyncPair,
-};
+use sync_core::{Action, HookResult, SkipReason, SyncContext, SyncController, SyncHooks, SyncObjects};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// Machines, without infrastructure references.
-struct Pair;
-impl SyncPair for Pair {
-    type Mapi = mapi::Machine;
-    type Capi = capi::Machine;
-    type OwnerMirror = NoOwner;
-    const NAME: &'static str = "checkpoint-test";
-    const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
-    const INFRA_REF: Option<&'static str> = None;
-    fn infra_ref(_: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
-        Ok(None)
-    }
-}
+common::machines_without_infra!(Pair, "checkpoint-test");
 
 /// Recording hooks that leave `requeued` and `failing` unsettled: those ask to be
 /// reconciled again, and so are never verified.

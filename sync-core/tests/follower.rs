@@ -12,14 +12,11 @@ use std::time::Duration;
 use http::Request;
 use kube::Client;
 use kube::client::Body;
-use sync_core::api::{InfraRef, MalformedRef, capi, mapi};
+use sync_core::api::mapi;
 use sync_core::migration::MigrationHooks;
 use sync_core::testing::{RecordingHooks, RecordingObserver};
 use sync_core::testkit::PairEnv;
-use sync_core::{
-    Action, CapiOnly, HookResult, NoOwner, Outcome, SkipReason, SyncContext, SyncController, SyncObjects,
-    SyncPair,
-};
+use sync_core::{Action, HookResult, Outcome, SkipReason, SyncContext, SyncController, SyncObjects};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -28,19 +25,7 @@ const WAIT: Duration = Duration::from_secs(20);
 /// The follower's name.
 const FOLLOWER: &str = "follower-test-migration";
 
-/// Machines, without infrastructure references.
-struct Pair;
-impl SyncPair for Pair {
-    type Mapi = mapi::Machine;
-    type Capi = capi::Machine;
-    type OwnerMirror = NoOwner;
-    const NAME: &'static str = "follower-test";
-    const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
-    const INFRA_REF: Option<&'static str> = None;
-    fn infra_ref(_: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
-        Ok(None)
-    }
-}
+common::machines_without_infra!(Pair, "follower-test");
 
 /// The path and query of every list or watch request.
 type Reads = Arc<Mutex<Vec<String>>>;

@@ -10,28 +10,16 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use sync_core::api::{InfraRef, MalformedRef, capi, mapi};
+use sync_core::api::mapi;
 use sync_core::testing::RecordingHooks;
 use sync_core::testkit::PairEnv;
-use sync_core::{CapiOnly, MapiTap, NoOwner, SyncController, SyncPair, Touched};
+use sync_core::{MapiTap, SyncController, Touched};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// Machines, without infrastructure references.
-struct Pair;
-impl SyncPair for Pair {
-    type Mapi = mapi::Machine;
-    type Capi = capi::Machine;
-    type OwnerMirror = NoOwner;
-    const NAME: &'static str = "tap-test";
-    const CAPI_ONLY: CapiOnly = CapiOnly::Ignore;
-    const INFRA_REF: Option<&'static str> = None;
-    fn infra_ref(_: &capi::Machine) -> Result<Option<InfraRef>, MalformedRef> {
-        Ok(None)
-    }
-}
+common::machines_without_infra!(Pair, "tap-test");
 
 /// What a tap saw, one line per object: `present <name> <label a>` or `gone <name>`.
 type Seen = Arc<Mutex<Vec<String>>>;

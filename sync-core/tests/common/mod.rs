@@ -21,3 +21,26 @@ pub async fn create_machine_api_machine(env: &PairEnv, name: &str) -> Result<(),
         .await?;
     Ok(())
 }
+
+/// Declares `$pair`, the Machine pair without infrastructure references, named `$name`
+/// (its logs, metrics and Events): what these suites run their controllers on.
+macro_rules! machines_without_infra {
+    ($pair:ident, $name:literal) => {
+        /// Machines, without infrastructure references.
+        struct $pair;
+        impl ::sync_core::SyncPair for $pair {
+            type Mapi = ::sync_core::api::mapi::Machine;
+            type Capi = ::sync_core::api::capi::Machine;
+            type OwnerMirror = ::sync_core::NoOwner;
+            const NAME: &'static str = $name;
+            const CAPI_ONLY: ::sync_core::CapiOnly = ::sync_core::CapiOnly::Ignore;
+            const INFRA_REF: Option<&'static str> = None;
+            fn infra_ref(
+                _: &::sync_core::api::capi::Machine,
+            ) -> Result<Option<::sync_core::api::InfraRef>, ::sync_core::api::MalformedRef> {
+                Ok(None)
+            }
+        }
+    };
+}
+pub(crate) use machines_without_infra;
