@@ -374,6 +374,55 @@ fn the_containerfile_builds_a_minimal_non_root_image() {
     );
 }
 
+/// The image's binary is linked with `controllers/link/hot-functions.txt` first in its
+/// code (controllers/build.rs): the list must be what LLD reads, one symbol name per
+/// line, each once, made by the refresh script from a run of the image's build (the
+/// functions of the crates a restart uses, C ones included).
+#[test]
+fn the_hot_functions_list_is_a_linker_symbol_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("link");
+    let list = std::fs::read_to_string(root.join("hot-functions.txt")).unwrap_or_default();
+    let names: Vec<&str> = list.lines().collect();
+    assert!(names.len() > 1000, "{} functions listed", names.len());
+    let unique: std::collections::HashSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "a function is listed twice");
+    let symbol_char = |c: char| c.is_ascii_alphanumeric() || "_$.".contains(c);
+    for name in &names {
+        assert!(name.chars().all(symbol_char), "not a symbol name: {name:?}");
+    }
+    // Rust's two manglings (the standard library's is v0); the rest is the C and
+    // assembly linked in (jemalloc, ring).
+    let rust = names
+        .iter()
+        .filter(|n| n.starts_with("_ZN") || n.starts_with("_R"))
+        .count();
+    assert!(
+        rust * 5 > names.len() * 4,
+        "{rust} of {} are Rust symbols",
+        names.len()
+    );
+    for used in [
+        "serde_json",
+        "sync_core",
+        "controllers",
+        "lz4_flex",
+        "tokio",
+        "rustls",
+    ] {
+        assert!(
+            names.iter().any(|n| n.contains(used)),
+            "no function of {used} listed"
+        );
+    }
+    let script = std::fs::read_to_string(root.join("refresh-hot-functions.sh")).unwrap_or_default();
+    let containerfile = std::fs::read_to_string(deploy_dir().join("Containerfile")).unwrap_or_default();
+    let image_build = "cargo build --release -p controllers --no-default-features";
+    assert!(
+        script.contains(image_build)
+            && containerfile.contains("--release -p controllers --no-default-features")
+    );
+}
+
 /// Applies the rendered manifests with kubectl; envtest does not serve apps/v1, so the
 /// Deployment is left out (see `kubectl_apply_k_deploy`). The envtest serves the
 /// Prometheus Operator's CRDs, for deploy/monitoring.
