@@ -4,7 +4,7 @@
 //!
 //! Why: the kernel maps 64 KiB of a binary around each page the process executes, so code
 //! used at run time but scattered over the 16 MB image kept 12 MiB of it resident. The
-//! listed functions take about 4.5 MB; once adjacent, the pages around them hold other
+//! listed functions take 5.5 MB; once adjacent, the pages around them hold other
 //! hot functions rather than unused ones (tests/PERFORMANCE.md, "Hot functions first").
 //!
 //! The order is only a placement: a name the build no longer has is skipped, and a build
