@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::events::{Event, EventType};
+use serde::de::DeserializeOwned;
 
 use crate::runtime::events::Recorder;
 
@@ -95,6 +96,11 @@ impl<P: SyncPair> Caches<P> {
     /// The cached MAPI object `name`, in the MAPI namespace.
     pub fn mapi(&self, namespaces: &Namespaces, name: &str) -> Option<Arc<P::Mapi>> {
         self.mapi.get_named(Some(&namespaces.mapi), name)
+    }
+
+    /// The fields `V` declares of the cached MAPI object `name` ([`Store::glance`]).
+    pub fn mapi_glance<V: DeserializeOwned>(&self, namespaces: &Namespaces, name: &str) -> Option<V> {
+        self.mapi.glance(Some(&namespaces.mapi), name)
     }
 
     /// The cached CAPI object `name`, in the CAPI namespace.

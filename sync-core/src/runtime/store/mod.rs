@@ -23,6 +23,7 @@
 mod fresh;
 mod meta;
 mod packed;
+mod skip;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -215,6 +216,32 @@ impl<K: Resource + DeserializeOwned> Store<K> {
             .and_then(|by_name| by_name.get(name))?
             .decompressed(dictionary);
         self.decode(bytes).map(Arc::new)
+    }
+
+    /// The fields `V` declares of the object `name` in `namespace`, the rest skipped
+    /// unread: a question about a few fields (is this pair settled?) asked of every
+    /// object at a restart then costs a fraction of decoding each. Read from the packed entry,
+    /// which is always the latest (a version kept decoded stays for its first full read).
+    /// `None` when the object is absent, or (logged) does not decode as `V`.
+    pub fn glance<V: DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<V> {
+        let dictionary = self.shared.dictionary.get()?;
+        let bytes = self
+            .read()
+            .get(namespace.unwrap_or_default())
+            .and_then(|by_name| by_name.get(name))?
+            .decompressed(dictionary);
+        let encoding = self.shared.encoding;
+        let decoded = bytes
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| encoding.decode_part::<V>(&bytes));
+        decoded
+            .inspect_err(|error| {
+                tracing::error!(
+                    kind = std::any::type_name::<K>(), part = std::any::type_name::<V>(), %error,
+                    "a cached object's part does not decode; it is read whole instead"
+                );
+            })
+            .ok()
     }
 
     /// Every object, decoded: a whole-store scan, for rare paths. It holds every object
@@ -487,6 +514,57 @@ mod tests {
 
     fn key(name: &str) -> ObjectRef<ConfigMap> {
         ObjectRef::new(name).within("ns")
+    }
+
+    /// What a glance at a ConfigMap declares: one data key.
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Key {
+        data: KeyData,
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct KeyData {
+        key: String,
+    }
+
+    #[test]
+    fn a_glance_decodes_only_its_fields_in_either_encoding_and_reads_the_latest() {
+        for encoding in [Encoding::Json, Encoding::MessagePack] {
+            let mut writer = Writer::<ConfigMap>::new(encoding);
+            let store = writer.as_reader();
+            writer.apply_watcher_event(&watcher::Event::Apply(configmap("a", "1", "first")));
+            let glance = store.glance::<Key>(Some("ns"), "a");
+            assert_eq!(
+                glance.map(|k| k.data.key).as_deref(),
+                Some("first"),
+                "{encoding:?}"
+            );
+            // A version kept decoded for its first read is also the packed one.
+            writer.apply_decoded(Arc::new(configmap("a", "2", "second")));
+            let glance = store.glance::<Key>(Some("ns"), "a");
+            assert_eq!(
+                glance.map(|k| k.data.key).as_deref(),
+                Some("second"),
+                "{encoding:?}"
+            );
+            assert_eq!(
+                store
+                    .get(&key("a"))
+                    .and_then(|a| a.metadata.resource_version.clone())
+                    .as_deref(),
+                Some("2"),
+                "the glance left the kept version to the full read"
+            );
+            assert_eq!(store.glance::<Key>(Some("ns"), "b"), None, "absent");
+            assert_eq!(store.glance::<Key>(Some("other"), "a"), None, "another namespace");
+            // A part the object does not have (a ConfigMap has no `data.key` here).
+            writer.apply_watcher_event(&watcher::Event::Apply(ConfigMap {
+                data: None,
+                ..configmap("c", "3", "")
+            }));
+            assert_eq!(store.glance::<Key>(Some("ns"), "c"), None, "{encoding:?}");
+            assert!(store.get(&key("c")).is_some(), "the whole object still decodes");
+        }
     }
 
     #[test]

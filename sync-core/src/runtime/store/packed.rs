@@ -6,6 +6,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::meta::{CompactMeta, ReadMeta, WithoutMeta};
+use super::skip::value_len;
+
+/// MessagePack's marker of an array of two: an encoded object's metadata and the rest.
+const PAIR: u8 = 0x92;
 
 /// One cached object in one allocation: its resourceVersion (compared without decoding)
 /// and its encoding as an LZ4 block against the store's dictionary, each with its length
@@ -102,6 +106,23 @@ impl Encoding {
             Self::MessagePack => {
                 let parts = (CompactMeta(object.meta()), WithoutMeta(object));
                 rmp_serde::encode::write_named(into, &parts).map_err(|error| error.to_string())
+            }
+        }
+    }
+
+    /// The object's fields that `V` declares, decoded from `bytes` (the encoding of a
+    /// whole object): its metadata and every other field are skipped unread.
+    pub fn decode_part<V: DeserializeOwned>(self, bytes: &[u8]) -> Result<V, String> {
+        match self {
+            Self::Json => serde_json::from_slice(bytes).map_err(|error| error.to_string()),
+            // A pair, metadata first (`encode`): the metadata is passed over by its length.
+            Self::MessagePack => {
+                let object = (bytes.first() == Some(&PAIR))
+                    .then(|| value_len(&bytes[1..]))
+                    .flatten()
+                    .and_then(|meta| bytes.get(1 + meta..))
+                    .ok_or("not an encoded object: a pair of its metadata and the rest")?;
+                rmp_serde::from_slice::<V>(object).map_err(|error| error.to_string())
             }
         }
     }
