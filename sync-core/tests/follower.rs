@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use http::Request;
 use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
 use kube::client::Body;
+use serde_json::json;
 use sync_core::api::mapi;
 use sync_core::migration::MigrationHooks;
 use sync_core::testing::{RecordingHooks, RecordingObserver};
@@ -117,18 +119,33 @@ async fn a_follower_whose_leader_never_runs_stops_when_it_is_dropped() -> TestRe
     Ok(())
 }
 
-/// A migration hook that says a name is settled from its MAPI object alone when the name
-/// says so (and panics telling for `panicky`), and records the names it was handed.
+/// A migration hook that says a name is settled from a glance at its MAPI object's
+/// `spec.providerID` when that says so (and panics telling for `panicky`), and records
+/// the names it was handed.
 #[derive(Clone, Default)]
 struct SettlingHooks {
     handed: Arc<Mutex<Vec<String>>>,
 }
 
+/// The one field [`SettlingHooks`] reads, decoded without the rest of the Machine.
+#[derive(serde::Deserialize)]
+struct ProviderId {
+    spec: ProviderIdSpec,
+}
+
+#[derive(serde::Deserialize)]
+struct ProviderIdSpec {
+    #[serde(rename = "providerID")]
+    provider_id: Option<String>,
+}
+
 impl MigrationHooks<Pair> for SettlingHooks {
-    fn settled(&self, mapi: &mapi::Machine) -> bool {
-        let name = mapi.metadata.name.as_deref().unwrap_or_default();
-        assert_ne!(name, "panicky", "a hook that panics telling");
-        name.starts_with("settled")
+    type Glance = ProviderId;
+
+    fn settled(&self, glance: &ProviderId) -> bool {
+        let id = glance.spec.provider_id.as_deref().unwrap_or_default();
+        assert_ne!(id, "panicky", "a hook that panics telling");
+        id.starts_with("settled")
     }
 
     async fn reconcile_migration(&self, objects: &SyncObjects<Pair>, _: &SyncContext<Pair>) -> HookResult {
@@ -144,8 +161,13 @@ impl MigrationHooks<Pair> for SettlingHooks {
 #[tokio::test]
 async fn a_migration_follower_skips_what_its_hooks_call_settled() -> TestResult {
     let env = PairEnv::for_pair::<Pair>().await?;
+    let mapis = Api::<mapi::Machine>::namespaced(env.client(), &env.namespaces().mapi);
     for name in ["settled-a", "moving-b", "panicky"] {
         common::create_machine_api_machine(&env, name).await?;
+        let id = json!({"spec": {"providerID": name}});
+        mapis
+            .patch(name, &PatchParams::default(), &Patch::Merge(id))
+            .await?;
     }
     let observer = RecordingObserver::new();
     let leader =

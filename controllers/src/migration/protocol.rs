@@ -140,10 +140,14 @@ where
     K: MigratingPair,
     K::Mapi: Resource<DynamicType = ()>,
 {
+    /// `spec.authoritativeAPI` and `status.authoritativeAPI`, where both MAPI kinds keep
+    /// the request ([`MigratingPair::requested`]) and the authority.
+    type Glance = migration::Authorities;
+
     /// Settled under the Machine API (or neither requested nor initialized): the MAPI
     /// controllers pause themselves, so no annotation on the other side needs lifting.
-    fn settled(&self, mapi: &K::Mapi) -> bool {
-        migration::settled(K::requested(mapi), mapi.authoritative_api())
+    fn settled(&self, glance: &migration::Authorities) -> bool {
+        glance.settled()
     }
 
     async fn reconcile_migration(&self, objects: &SyncObjects<K>, ctx: &Ctx<K>) -> HookResult {
@@ -568,8 +572,60 @@ fn ignore_not_found<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use sync_core::store::{Encoding, Writer};
 
     use super::*;
+    use crate::machine::MachineSync;
+    use crate::machine_set::MachineSetSync;
+
+    /// The glance the engine asks `settled` of, read from a cache as the engine's are
+    /// (MessagePack), against what the whole object says, for every request and authority.
+    fn the_glance_reads_what_the_whole_object_says<K: MigratingPair>(object: serde_json::Value)
+    where
+        K::Mapi: Resource<DynamicType = ()>,
+    {
+        let apis = [
+            None,
+            Some("MachineAPI"),
+            Some("ClusterAPI"),
+            Some("Migrating"),
+            Some("Other"),
+        ];
+        for (requested, current) in apis.iter().flat_map(|r| apis.iter().map(move |c| (r, c))) {
+            let mut object = object.clone();
+            object["spec"]["authoritativeAPI"] = json!(requested);
+            object["status"] = json!({"authoritativeAPI": current});
+            let Ok(whole) = serde_json::from_value::<K::Mapi>(object) else {
+                panic!("a {} decodes", K::NAME);
+            };
+            let mut writer = Writer::<K::Mapi>::new(Encoding::MessagePack);
+            let store = writer.as_reader();
+            writer.apply_decoded(std::sync::Arc::new(whole.clone()));
+            let glance = store.glance::<migration::Authorities>(Some("openshift-machine-api"), "m");
+            let Some(glance) = glance else {
+                panic!("{requested:?}/{current:?}: the glance decodes");
+            };
+            assert_eq!(glance.requested(), K::requested(&whole), "{requested:?}");
+            assert_eq!(glance.current(), whole.authoritative_api(), "{current:?}");
+            assert_eq!(
+                glance.settled(),
+                migration::settled(K::requested(&whole), whole.authoritative_api())
+            );
+        }
+    }
+
+    #[test]
+    fn the_settled_glance_reads_the_request_and_authority_of_both_kinds() {
+        let meta = json!({"name": "m", "namespace": "openshift-machine-api", "resourceVersion": "1"});
+        the_glance_reads_what_the_whole_object_says::<MachineSync>(json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": meta, "spec": {"providerID": "aws:///us-east-1a/i-1"},
+        }));
+        the_glance_reads_what_the_whole_object_says::<MachineSetSync>(json!({
+            "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+            "metadata": meta, "spec": {"replicas": 2},
+        }));
+    }
 
     #[test]
     fn an_infrastructure_object_reports_paused_in_either_conditions_list() {

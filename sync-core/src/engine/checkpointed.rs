@@ -9,9 +9,9 @@ use kube::Client;
 use crate::engine::checkpoint::{Ledger, PairVersions, Reference};
 use crate::engine::dispatch::Dispatch;
 use crate::engine::observe::{Outcome, SkipReason};
-use crate::engine::reconcile::reconcile;
+use crate::engine::reconcile::{is_malformed, reconcile};
 use crate::hooks::SyncHooks;
-use crate::hooks::context::{MalformedObjects, SyncContext};
+use crate::hooks::context::SyncContext;
 use crate::hooks::outcome::{Action, HookResult};
 use crate::pair::SyncPair;
 
@@ -81,11 +81,6 @@ impl<P: SyncPair, H: SyncHooks<P>> Dispatch<P> for Checkpointed<H> {
             tracing::warn!(controller = P::NAME, "saving the restart checkpoint timed out");
         }
     }
-}
-
-fn is_malformed<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> bool {
-    MalformedObjects::get(&ctx.caches.malformed.mapi, name).is_some()
-        || MalformedObjects::get(&ctx.caches.malformed.capi, name).is_some()
 }
 
 /// The fingerprint of the pair `name` as the caches hold it, from the objects' versions

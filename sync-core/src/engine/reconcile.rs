@@ -172,6 +172,12 @@ pub(crate) fn fetch_beside<P: SyncPair>(
     }
 }
 
+/// Whether either side of `name` is cached as malformed (looked up, not reported).
+pub(crate) fn is_malformed<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> bool {
+    MalformedObjects::get(&ctx.caches.malformed.mapi, name).is_some()
+        || MalformedObjects::get(&ctx.caches.malformed.capi, name).is_some()
+}
+
 /// A name with a side that does not decode is not synced until it is fixed: the hooks
 /// would otherwise act on a half-known pair. Reported as a Warning Event on the object.
 pub(crate) async fn report_malformed<P: SyncPair>(ctx: &SyncContext<P>, name: &str) -> Option<Outcome> {
