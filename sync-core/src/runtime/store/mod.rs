@@ -208,14 +208,24 @@ impl<K: Resource + DeserializeOwned> Store<K> {
         if let Some(fresh) = self.fresh().take(namespace, name) {
             return Some(fresh);
         }
-        let dictionary = self.shared.dictionary.get()?;
-        // Decompressed under the read lock, so the entry is not copied out first.
-        let bytes = self
-            .read()
-            .get(namespace.unwrap_or_default())
-            .and_then(|by_name| by_name.get(name))?
-            .decompressed(dictionary);
+        let bytes = self.decompressed(namespace, name)?;
         self.decode(bytes).map(Arc::new)
+    }
+
+    /// The packed entry of `name` in `namespace`, decompressed under the read lock, so the
+    /// entry is not copied out first; `None` when the store does not hold it.
+    fn decompressed(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Result<Vec<u8>, lz4_flex::block::DecompressError>> {
+        let dictionary = self.shared.dictionary.get()?;
+        Some(
+            self.read()
+                .get(namespace.unwrap_or_default())
+                .and_then(|by_name| by_name.get(name))?
+                .decompressed(dictionary),
+        )
     }
 
     /// The fields `V` declares of the object `name` in `namespace`, the rest skipped
@@ -224,12 +234,7 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     /// which is always the latest (a version kept decoded stays for its first full read).
     /// `None` when the object is absent, or (logged) does not decode as `V`.
     pub fn glance<V: DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<V> {
-        let dictionary = self.shared.dictionary.get()?;
-        let bytes = self
-            .read()
-            .get(namespace.unwrap_or_default())
-            .and_then(|by_name| by_name.get(name))?
-            .decompressed(dictionary);
+        let bytes = self.decompressed(namespace, name)?;
         let encoding = self.shared.encoding;
         let decoded = bytes
             .map_err(|error| error.to_string())
