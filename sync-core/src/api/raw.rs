@@ -125,6 +125,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::testing::fixtures::any_json;
 
     #[test]
     fn keeps_unknown_fields_and_round_trips() {
@@ -182,31 +183,9 @@ mod tests {
         Ok(())
     }
 
-    fn any_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
-            "-?[1-9][0-9]{0,24}|0".prop_filter_map("a JSON number", |n| serde_json::from_str(&n).ok()),
-            any::<String>().prop_map(Value::from),
-            "[a-z<>&\"\\/ \n\u{7f}\u{2028}é]{0,8}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-                prop::collection::vec(("[a-z\"é]{0,4}", inner), 0..6)
-                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            ]
-        })
-    }
-
     proptest! {
         #[test]
-        fn any_object_cut_or_transcoded_alike(value in any_json(), pretty in any::<bool>()) {
+        fn any_object_cut_or_transcoded_alike(value in any_json(6), pretty in any::<bool>()) {
             let object = serde_json::json!({ "v": value });
             let json = if pretty {
                 serde_json::to_string_pretty(&object)

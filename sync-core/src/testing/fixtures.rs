@@ -6,6 +6,35 @@ use kube::api::ObjectMeta;
 use crate::api::{AsInfraRef, AuthoritativeApi, InfraRef, MalformedRef, SyncStatus, capi, mapi};
 use crate::pair::{CapiOnly, NoOwner, SyncPair};
 
+/// Any JSON value, nested up to four deep with up to `width` items a level: numbers of
+/// every form, strings with the characters that need escaping, and long ones (more than
+/// 255 bytes, which formats measure with a wider length).
+pub(crate) fn any_json(width: usize) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "-?[1-9][0-9]{0,24}|0".prop_filter_map("a JSON number", |n| serde_json::from_str(&n).ok()),
+        any::<String>().prop_map(Value::from),
+        "[a-z<>&\"\\/ \n\u{7f}\u{2028}é]{0,8}".prop_map(Value::from),
+        ".{256,300}".prop_map(Value::from),
+    ];
+    let size = u32::try_from(width).unwrap_or(u32::MAX);
+    leaf.prop_recursive(4, 8 * size, size, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..width).prop_map(Value::from),
+            prop::collection::vec(("[a-z\"é]{0,4}", inner), 0..width)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
 pub(crate) const MAPI_NS: &str = "openshift-machine-api";
 pub(crate) const CAPI_NS: &str = "openshift-cluster-api";
 
