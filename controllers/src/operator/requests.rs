@@ -9,6 +9,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use sync_core::api::{AuthoritativeApi, Partial, mapi};
+use sync_core::migration::Authority;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
@@ -30,25 +31,18 @@ pub async fn count(
     metrics.clear_gated_requests();
 }
 
-/// The one field of a MAPI Machine's or MachineSet's spec this module reads.
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-struct Asked {
-    #[serde(default, rename = "authoritativeAPI")]
-    authoritative_api: Option<AuthoritativeApi>,
-}
-
-/// Follows one kind (decoded only as far as [`Asked`]), keeping the names that request
+/// Follows one kind (decoded only as far as its `spec.authoritativeAPI`, [`Authority`]), keeping the names that request
 /// ClusterAPI.
 async fn follow<K>(client: &Client, namespace: &str, metrics: &Metrics, kind: &'static str)
 where
     K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope> + 'static,
 {
-    let api: Api<Partial<K, Asked>> = Api::namespaced(client.clone(), namespace);
+    let api: Api<Partial<K, Authority>> = Api::namespaced(client.clone(), namespace);
     let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
     let mut requesting = BTreeSet::new();
     let mut listing: Option<BTreeSet<String>> = None;
     while let Some(event) = events.next().await {
-        let asks = |o: &Partial<K, Asked>| o.spec.authoritative_api == Some(AuthoritativeApi::ClusterApi);
+        let asks = |o: &Partial<K, Authority>| o.spec.authoritative_api == Some(AuthoritativeApi::ClusterApi);
         match event {
             Ok(watcher::Event::Init) => listing = Some(BTreeSet::new()),
             Ok(watcher::Event::InitApply(o)) => {

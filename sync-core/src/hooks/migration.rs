@@ -308,11 +308,13 @@ pub struct Authorities {
     status: Option<Authority>,
 }
 
-/// The `authoritativeAPI` field of a `spec` or `status`.
+/// The `authoritativeAPI` field of a MAPI Machine's or MachineSet's `spec` or `status`,
+/// alone (in [`Authorities`], and as the projected `spec` of a [`crate::api::Partial`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-struct Authority {
+pub struct Authority {
+    /// `authoritativeAPI`.
     #[serde(default, rename = "authoritativeAPI")]
-    authoritative_api: Option<AuthoritativeApi>,
+    pub authoritative_api: Option<AuthoritativeApi>,
 }
 
 impl Authorities {
