@@ -20,7 +20,7 @@ pub mod testing;
 
 pub use engine::{MapiTap, Readiness, SyncConfig, SyncController, checkpoint, observe};
 pub use hooks::{context, decision, migration, toolkit};
-pub use runtime::{events, infra, lenient, store};
+pub use runtime::{client, events, infra, lenient, store};
 
 pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};

@@ -1,7 +1,9 @@
 //! The machinery under every controller, knowing pairs but not hooks: the watches
 //! ([`reflect`]) that fill the caches ([`store`]) from objects read leniently
 //! ([`lenient`]), the work queue ([`queue`]), the infrastructure watches ([`infra`]), the
-//! compact name indexes they keep ([`index`]) and the Events recorder ([`events`]).
+//! compact name indexes they keep ([`index`]), the Events recorder ([`events`]) and the
+//! client they all talk through ([`client`]).
+pub mod client;
 pub mod events;
 pub(crate) mod field_sets;
 pub(crate) mod hash;
