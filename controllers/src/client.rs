@@ -90,7 +90,8 @@ fn config_source(kubeconfig: Option<&Path>, context: Option<&str>) -> String {
 }
 
 /// A client from a kubeconfig file and context, else `$KUBECONFIG`/`~/.kube/config`, else
-/// the in-cluster service account, and where it connects.
+/// the in-cluster service account, and where it connects. Its connections keep small read
+/// buffers ([`sync_core::client`]).
 pub async fn client_from(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
@@ -108,6 +109,6 @@ pub async fn client_from(
     };
     let url = config.cluster_url.to_string();
     let source = config_source(kubeconfig, context);
-    let client = Client::try_from(config).map_err(ClientError::Build)?;
+    let client = sync_core::client::client(config).map_err(ClientError::Build)?;
     Ok(Connection { client, url, source })
 }

@@ -57,13 +57,14 @@ pub struct Probes {
     pub machine_sets: Probe,
 }
 
-/// A client from a kubeconfig (YAML); call it on the runtime that will use the client.
+/// A client from a kubeconfig (YAML), the operator's ([`sync_core::client`]); call it on
+/// the runtime that will use the client.
 pub async fn client(kubeconfig: &str) -> Result<Client, BenchError> {
     let kubeconfig = Kubeconfig::from_yaml(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| BenchError::Other(e.to_string()))?;
-    Ok(Client::try_from(config)?)
+    Ok(sync_core::client::client(config)?)
 }
 
 /// Runs both controllers of `implementation` until `shutdown` resolves.
