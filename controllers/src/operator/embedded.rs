@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use envtest::{EnvtestError, TestEnv};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +26,9 @@ pub enum EmbeddedError {
     /// `--embedded-port` is taken.
     #[error(transparent)]
     Port(BindError),
+    /// The operator's client could not be built for the server.
+    #[error("the operator's client for the embedded API server: {0}")]
+    Client(String),
     /// A sample could not be loaded.
     #[error(transparent)]
     Sample(#[from] SampleError),
@@ -57,9 +61,23 @@ impl Embedded {
         Ok(self.env.client_as(user).await?)
     }
 
-    /// A client for the operator, as the user the admission policies exempt.
+    /// The operator's client, as on a cluster ([`sync_core::client`]), as the user the
+    /// admission policies exempt.
     pub async fn operator_client(&self) -> Result<kube::Client, EmbeddedError> {
-        self.client_as(policies::OPERATOR_USER).await
+        let user = policies::OPERATOR_USER;
+        let yaml = self
+            .env
+            .kubeconfig_for(user)
+            .ok_or_else(|| EnvtestError::NoUser(user.to_owned()))?;
+        let client = async {
+            let kubeconfig = Kubeconfig::from_yaml(&yaml)?;
+            let config =
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(sync_core::client::client(config)?)
+        };
+        client
+            .await
+            .map_err(|error| EmbeddedError::Client(error.to_string()))
     }
 
     /// The simulated providers, when the command line asks for them: they run as the user
