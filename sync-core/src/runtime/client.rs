@@ -20,9 +20,9 @@ use tower_http::trace::TraceLayer;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The most a connection's read buffer holds. Twice the largest TLS record, so that a
-/// read is never split for the buffer's sake, and room for any response head: the API
-/// server caps its `Warning` headers at 4 096 characters.
+/// How far a connection's read buffer grows: hyper reads no more into a buffer that
+/// holds this much. Twice the largest TLS record, and room for any response head, which
+/// must fit: the API server caps its `Warning` headers at 4 096 characters.
 pub const READ_BUFFER_MAX: usize = 32 * 1024;
 
 /// A client for `config` whose connections' read buffers stop at [`READ_BUFFER_MAX`].
