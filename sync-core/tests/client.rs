@@ -10,9 +10,8 @@ use envtest::TestEnv;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
-use sync_core::client::{READ_BUFFER_MAX, client};
+use sync_core::client::{READ_BUFFER_MAX, client, from_kubeconfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -29,9 +28,7 @@ fn config_map(name: &str, size: usize) -> Result<ConfigMap, serde_json::Error> {
 #[tokio::test]
 async fn lists_writes_and_watches_objects_larger_than_the_buffer() -> TestResult {
     let env = TestEnv::start().await?;
-    let kubeconfig = Kubeconfig::from_yaml(&env.kubeconfig())?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    let api: Api<ConfigMap> = Api::namespaced(client(config)?, "default");
+    let api: Api<ConfigMap> = Api::namespaced(from_kubeconfig(&env.kubeconfig()).await?, "default");
     let size = READ_BUFFER_MAX + 7_000;
     for i in 0..12 {
         api.create(&PostParams::default(), &config_map(&format!("m{i:02}"), size)?)

@@ -13,8 +13,8 @@ use controllers::operator::{Operator, Settings};
 use controllers::simulate::SimulatedProviders;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
-use kube::{Client, ResourceExt};
 use sync_core::api::{capi, mapi};
 use sync_core::toolkit::SYNC_FINALIZER;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +84,7 @@ impl Replica {
             runtime.block_on(async move {
                 loop {
                     let run = async {
-                        let client = client_from(&kubeconfig).await?;
+                        let client = sync_core::client::from_kubeconfig(&kubeconfig).await?;
                         let operator = Operator::start(client, settings.clone(), CancellationToken::new()).await?;
                         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(operator.wait().await?)
                     };
@@ -124,12 +124,6 @@ impl Drop for Replica {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-async fn client_from(kubeconfig: &str) -> TestResult<Client> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(Client::try_from(config)?)
 }
 
 fn settings(cluster: &Cluster, replica: &str) -> Settings {

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use envtest::{EnvtestError, TestEnv};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -28,7 +27,7 @@ pub enum EmbeddedError {
     Port(BindError),
     /// The operator's client could not be built for the server.
     #[error("the operator's client for the embedded API server: {0}")]
-    Client(String),
+    Client(#[from] sync_core::client::Error),
     /// A sample could not be loaded.
     #[error(transparent)]
     Sample(#[from] SampleError),
@@ -69,15 +68,7 @@ impl Embedded {
             .env
             .kubeconfig_for(user)
             .ok_or_else(|| EnvtestError::NoUser(user.to_owned()))?;
-        let client = async {
-            let kubeconfig = Kubeconfig::from_yaml(&yaml)?;
-            let config =
-                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(sync_core::client::client(config)?)
-        };
-        client
-            .await
-            .map_err(|error| EmbeddedError::Client(error.to_string()))
+        Ok(sync_core::client::from_kubeconfig(&yaml).await?)
     }
 
     /// The simulated providers, when the command line asks for them: they run as the user

@@ -13,6 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
 use kube::client::retry::RetryPolicy;
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 use tower::ServiceBuilder;
 use tower::retry::RetryLayer;
@@ -58,4 +59,23 @@ pub fn client(config: Config) -> kube::Result<Client> {
         .map_err(BoxError::from)
         .service(http);
     Ok(Client::new(service, config.default_namespace))
+}
+
+/// [`from_kubeconfig`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] KubeconfigError),
+    /// The client could not be built from the configuration.
+    #[error("cannot build the Kubernetes client: {0}")]
+    Build(#[from] kube::Error),
+}
+
+/// [`client`] for a kubeconfig's YAML, with its current context: the embedded operator's
+/// and the bench's controllers', which are handed a server's kubeconfig rather than a file.
+pub async fn from_kubeconfig(yaml: &str) -> Result<Client, Error> {
+    let kubeconfig = Kubeconfig::from_yaml(yaml)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(client(config)?)
 }

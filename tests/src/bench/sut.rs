@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use controllers::machine::MachineSync;
 use controllers::machine_set::MachineSetSync;
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use sync_core::infra::InfraCache;
 use sync_core::{InfraConfig, InfraTracker, Namespaces, SyncConfig, SyncController};
 use tokio::sync::oneshot;
@@ -60,11 +59,9 @@ pub struct Probes {
 /// A client from a kubeconfig (YAML), the operator's ([`sync_core::client`]); call it on
 /// the runtime that will use the client.
 pub async fn client(kubeconfig: &str) -> Result<Client, BenchError> {
-    let kubeconfig = Kubeconfig::from_yaml(kubeconfig).map_err(|e| BenchError::Other(e.to_string()))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    sync_core::client::from_kubeconfig(kubeconfig)
         .await
-        .map_err(|e| BenchError::Other(e.to_string()))?;
-    Ok(sync_core::client::client(config)?)
+        .map_err(|e| BenchError::Other(e.to_string()))
 }
 
 /// Runs both controllers of `implementation` until `shutdown` resolves.
