@@ -18,9 +18,9 @@ mod pair;
 mod runtime;
 pub mod testing;
 
-pub use engine::{MapiTap, Readiness, SyncConfig, SyncController, checkpoint, observe};
+pub use engine::{Readiness, SyncConfig, SyncController, WatchTap, checkpoint, observe};
 pub use hooks::{context, decision, migration, toolkit};
-pub use runtime::{client, events, infra, lenient, store};
+pub use runtime::{client, events, infra, lenient, store, wakeups};
 
 pub use checkpoint::Checkpoint;
 pub use context::{Caches, MalformedObjects, Namespaces, SyncContext};

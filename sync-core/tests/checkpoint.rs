@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sync_core::api::{ContractVersionedObjectReference, capi, mapi};
+use sync_core::api::mapi;
 use sync_core::checkpoint::Checkpoint;
 use sync_core::testing::{Hook, RecordingHooks};
 use sync_core::testkit::{PairEnv, RunningPair};
@@ -45,19 +45,7 @@ impl SyncHooks<Pair> for Hooks {
 async fn create_pair(env: &PairEnv, name: &str, with_capi: bool) -> TestResult {
     common::create_machine_api_machine(env, name).await?;
     if with_capi {
-        let mut spec = capi::MachineSpec {
-            cluster_name: "cluster".into(),
-            infrastructure_ref: ContractVersionedObjectReference {
-                api_group: "infrastructure.cluster.x-k8s.io".into(),
-                kind: "DevMachine".into(),
-                name: name.into(),
-            },
-            ..capi::MachineSpec::default()
-        };
-        spec.bootstrap.data_secret_name = Some("bootstrap".into());
-        Api::<capi::Machine>::namespaced(env.client(), &env.namespaces().capi)
-            .create(&PostParams::default(), &capi::Machine::new(name, spec))
-            .await?;
+        common::create_capi_machine(env, name).await?;
     }
     Ok(())
 }

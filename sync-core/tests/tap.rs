@@ -1,6 +1,7 @@
-//! The MAPI watch's tap on envtest: another component follows the MAPI objects through the
+//! The watches' taps on envtest: another component follows the MAPI objects through the
 //! controller's own watch — each listed object, each change, each deletion — and a tap
-//! that panics costs it that one object, not the watch.
+//! that panics costs it that one object, not the watch; a CAPI tap wakes a name parked
+//! under a CAPI object, which the controller then reconciles (`reconcile_on`).
 #![cfg(feature = "testkit")]
 
 mod common;
@@ -10,10 +11,11 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use sync_core::api::mapi;
-use sync_core::testing::RecordingHooks;
+use sync_core::api::{capi, mapi};
+use sync_core::testing::{HookCall, RecordingHooks};
 use sync_core::testkit::PairEnv;
-use sync_core::{MapiTap, SyncController, Touched};
+use sync_core::wakeups::Wakeups;
+use sync_core::{SyncController, Touched, WatchTap};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -25,10 +27,10 @@ common::machines_without_infra!(Pair, "tap-test");
 type Seen = Arc<Mutex<Vec<String>>>;
 
 /// A tap that records what it sees, and panics on `panicky`.
-fn recording_tap() -> (MapiTap<mapi::Machine>, Seen) {
+fn recording_tap() -> (WatchTap<mapi::Machine>, Seen) {
     let seen = Seen::default();
     let record = seen.clone();
-    let tap: MapiTap<mapi::Machine> = Arc::new(move |touched: &Touched<'_, mapi::Machine>| {
+    let tap: WatchTap<mapi::Machine> = Arc::new(move |touched: &Touched<'_, mapi::Machine>| {
         assert_ne!(touched.name(), "panicky", "a tap that panics");
         let line = match touched {
             Touched::Present(machine) => {
@@ -103,4 +105,78 @@ async fn a_tap_sees_every_listed_changed_and_deleted_mapi_object_and_survives_it
     // A follower watches nothing: its tap saw nothing.
     assert_eq!(lines(&follower_seen), Vec::<String>::new());
     Ok(())
+}
+
+/// The CAPI watch's tap wakes a name parked under a CAPI object, and the controller
+/// reconciles the woken name though none of its own objects changed: a hook's wait for
+/// another object ends on that object's event ([`Wakeups`], `reconcile_on`).
+#[tokio::test]
+async fn a_capi_tap_wakes_a_parked_name_and_the_controller_reconciles_it_on_that() -> TestResult {
+    let env = PairEnv::for_pair::<Pair>().await?;
+    common::create_machine_api_machine(&env, "waiting").await?;
+    let (waiting, woken) = Wakeups::new();
+    let (seen_tap, seen) = recording_capi_tap();
+    let wake = waiting.clone();
+    let tap: WatchTap<capi::Machine> = Arc::new(move |touched: &Touched<'_, capi::Machine>| {
+        seen_tap(touched);
+        if let Touched::Present(_) = touched {
+            wake.wake(touched.name());
+        }
+    });
+    let controller = SyncController::<Pair>::new(env.client(), env.config())
+        .with_capi_tap(tap)
+        .reconcile_on(woken);
+    let hooks = RecordingHooks::<Pair>::new();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(controller.run(hooks.clone(), async {
+        let _ = stopped.await;
+    }));
+
+    let first = hooks
+        .wait_for(WAIT, |call| call.objects.name == "waiting")
+        .await?;
+    waiting.park("awaited", "waiting");
+    common::create_capi_machine(&env, "awaited").await?;
+    saw(&seen, "present awaited -").await?;
+    tokio::time::timeout(WAIT, async {
+        while hooks.calls_for("waiting").len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .map_err(|_| "the woken name was never reconciled again")?;
+    let calls = hooks.calls_for("waiting");
+    let version = |call: &HookCall<Pair>| call.objects.mapi.as_ref()?.metadata.resource_version.clone();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        version(&calls[1]),
+        version(&first),
+        "the second reconcile came from the wake, not from a change of its own"
+    );
+    assert_eq!(waiting.parked(), 0);
+
+    Api::<capi::Machine>::namespaced(env.client(), &env.namespaces().capi)
+        .delete("awaited", &DeleteParams::default())
+        .await?;
+    saw(&seen, "gone awaited").await?;
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, run).await??;
+    Ok(())
+}
+
+/// A CAPI tap that records what it sees, as [`recording_tap`] does.
+fn recording_capi_tap() -> (impl Fn(&Touched<'_, capi::Machine>) + Send + Sync + 'static, Seen) {
+    let seen = Seen::default();
+    let record = seen.clone();
+    let tap = move |touched: &Touched<'_, capi::Machine>| {
+        let line = match touched {
+            Touched::Present(_) => format!("present {} -", touched.name()),
+            Touched::Gone(_) => format!("gone {}", touched.name()),
+            Touched::Malformed(_) | Touched::MalformedGone(_) => format!("malformed {}", touched.name()),
+        };
+        if let Ok(mut seen) = record.lock() {
+            seen.push(line);
+        }
+    };
+    (tap, seen)
 }

@@ -7,7 +7,7 @@
 use futures::channel::mpsc;
 use kube::ResourceExt;
 use sync_core::api::mapi;
-use sync_core::{MapiTap, SyncController, SyncPair, Touched};
+use sync_core::{SyncController, SyncPair, Touched, WatchTap};
 
 /// One MAPI object's reference, keyed by kind and name (`None`: it names none, or is gone).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl Tap {
         P: SyncPair<Mapi: Referrer>,
     {
         let sender = self.0.clone();
-        let tap: MapiTap<P::Mapi> = std::sync::Arc::new(move |touched: &Touched<'_, P::Mapi>| {
+        let tap: WatchTap<P::Mapi> = std::sync::Arc::new(move |touched: &Touched<'_, P::Mapi>| {
             if sender.is_closed() {
                 return;
             }

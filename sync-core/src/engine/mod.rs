@@ -20,7 +20,9 @@ mod watches;
 mod workers;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::stream::{BoxStream, Stream, StreamExt};
 
 use kube::Client;
 use kube::runtime::events::Reporter;
@@ -35,8 +37,8 @@ use crate::engine::dispatch::{Dispatch, MigrationDispatch, SyncDispatch};
 use crate::engine::follow::{Fanout, Following, Leader};
 use crate::engine::observe::Observer;
 use crate::engine::triggers::OwnerIndex;
-pub use crate::engine::watches::MapiTap;
-use crate::engine::watches::{Feeds, Watches, Writers};
+pub use crate::engine::watches::WatchTap;
+use crate::engine::watches::{Feeds, Taps, Watches, Writers};
 use crate::hooks::SyncHooks;
 use crate::hooks::context::{Caches, MalformedObjects, Namespaces, SyncContext};
 use crate::hooks::migration::MigrationHooks;
@@ -98,6 +100,9 @@ pub struct SyncController<P: SyncPair> {
     infra: Option<InfraTracker>,
     observer: Option<Arc<dyn Observer>>,
     checkpoint: Option<Checkpoint>,
+    /// What [`Self::reconcile_on`] was given (in a mutex only so that the controller is
+    /// `Sync`; it is moved, never locked).
+    triggers: Mutex<Option<BoxStream<'static, String>>>,
     ready: watch::Sender<bool>,
     caches: Caches<P>,
     source: Source<P>,
@@ -110,7 +115,7 @@ enum Source<P: SyncPair> {
         /// Boxed: the writers with their buffers outweigh a follower's handle.
         writers: Box<Writers<P>>,
         following: Following,
-        mapi_tap: Option<MapiTap<P::Mapi>>,
+        taps: Taps<P>,
     },
     /// Its leader's ([`SyncController::follower`]).
     Leader(Leader),
@@ -143,6 +148,7 @@ impl<P: SyncPair> SyncController<P> {
             infra: None,
             observer: None,
             checkpoint: None,
+            triggers: Mutex::default(),
             ready: watch::Sender::new(false),
             caches: Caches {
                 mapi,
@@ -153,7 +159,7 @@ impl<P: SyncPair> SyncController<P> {
             source: Source::Watches {
                 writers: Box::new(writers),
                 following: Following::default(),
-                mapi_tap: None,
+                taps: Taps::default(),
             },
         }
     }
@@ -184,6 +190,7 @@ impl<P: SyncPair> SyncController<P> {
             infra: None,
             observer: self.observer.clone(),
             checkpoint: None,
+            triggers: Mutex::default(),
             ready: watch::Sender::new(false),
             caches: self.caches.clone(),
             source: Source::Leader(leader),
@@ -230,19 +237,48 @@ impl<P: SyncPair> SyncController<P> {
         self
     }
 
-    /// Hands `tap` every change the MAPI watch sees ([`MapiTap`]), so that another
+    /// Hands `tap` every change the MAPI watch sees ([`WatchTap`]), so that another
     /// component can follow the MAPI objects without listing and watching them again. A
     /// controller with its own watches only: a follower watches nothing, and ignores it
     /// (with a warning).
     #[must_use]
-    pub fn with_mapi_tap(mut self, tap: MapiTap<P::Mapi>) -> Self {
+    pub fn with_mapi_tap(mut self, tap: WatchTap<P::Mapi>) -> Self {
         match &mut self.source {
-            Source::Watches { mapi_tap, .. } => *mapi_tap = Some(tap),
-            Source::Leader(_) => tracing::warn!(
-                controller = self.name,
-                "a follower watches nothing: its MAPI tap sees nothing; give it to its leader"
-            ),
+            Source::Watches { taps, .. } => taps.mapi = Some(tap),
+            Source::Leader(_) => self.ignore_tap("MAPI"),
         }
+        self
+    }
+
+    /// [`Self::with_mapi_tap`] for the CAPI watch.
+    #[must_use]
+    pub fn with_capi_tap(mut self, tap: WatchTap<P::Capi>) -> Self {
+        match &mut self.source {
+            Source::Watches { taps, .. } => taps.capi = Some(tap),
+            Source::Leader(_) => self.ignore_tap("CAPI"),
+        }
+        self
+    }
+
+    fn ignore_tap(&self, side: &str) {
+        tracing::warn!(
+            controller = self.name,
+            "a follower watches nothing: its {side} tap sees nothing; give it to its leader"
+        );
+    }
+
+    /// Also reconciles every name `names` yields, as kube-runtime's
+    /// `Controller::reconcile_on` does: for what no watch of the pair sees, such as
+    /// another kind's object a hook waits for ([`crate::wakeups`]). The names go to this
+    /// controller's queue only, from its start to its stop; given twice, both streams
+    /// are read.
+    #[must_use]
+    pub fn reconcile_on(mut self, names: impl Stream<Item = String> + Send + 'static) -> Self {
+        let triggers = self.triggers.get_mut().unwrap_or_else(PoisonError::into_inner);
+        *triggers = Some(match triggers.take() {
+            Some(before) => futures::stream::select(before, names).boxed(),
+            None => names.boxed(),
+        });
         self
     }
 
@@ -291,6 +327,7 @@ impl<P: SyncPair> SyncController<P> {
             infra,
             observer,
             checkpoint: _,
+            triggers,
             ready,
             caches,
             source,
@@ -302,9 +339,12 @@ impl<P: SyncPair> SyncController<P> {
             let (dispatch, client) = (dispatch.clone(), client.clone());
             async move { dispatch.prepare(client).await }
         });
+        let queue = WorkQueue::new(config.backoff);
+        let triggers = triggers.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let triggered = triggers::queue_names(triggers, queue.clone());
         let run = Run {
             name,
-            queue: WorkQueue::new(config.backoff),
+            queue,
             client,
             config,
             observer,
@@ -312,16 +352,23 @@ impl<P: SyncPair> SyncController<P> {
             caches,
             dispatch,
         };
-        match source {
-            Source::Watches {
-                writers,
-                following,
-                mapi_tap,
-            } => {
-                run.lead(*writers, mapi_tap, following, infra, preparing, shutdown)
-                    .await;
+        let run = async {
+            match source {
+                Source::Watches {
+                    writers,
+                    following,
+                    taps,
+                } => {
+                    run.lead(*writers, taps, following, infra, preparing, shutdown)
+                        .await;
+                }
+                Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
             }
-            Source::Leader(leader) => run.follow(leader, preparing, shutdown).await,
+        };
+        // The triggers never end the run (they wait forever once their stream ends).
+        tokio::select! {
+            () = run => {}
+            () = triggered => {}
         }
     }
 }
@@ -339,13 +386,13 @@ struct Run<P: SyncPair, D> {
 }
 
 impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
-    /// A controller with its own watches: start them (the MAPI one tapped by `mapi_tap`;
-    /// through `infra`, the infrastructure watches), wait for their lists, run the workers
-    /// until `shutdown`, stop the watches.
+    /// A controller with its own watches: start them (tapped by `taps`; through `infra`,
+    /// the infrastructure watches), wait for their lists, run the workers until
+    /// `shutdown`, stop the watches.
     async fn lead(
         self,
         writers: Writers<P>,
-        mapi_tap: Option<MapiTap<P::Mapi>>,
+        taps: Taps<P>,
         following: Following,
         infra: Option<InfraTracker>,
         preparing: JoinHandle<()>,
@@ -363,7 +410,7 @@ impl<P: SyncPair, D: Dispatch<P>> Run<P, D> {
             caches: &self.caches,
             owners: &owners,
             infra: registration.as_ref().map(InfraRegistration::tracker),
-            mapi_tap,
+            taps,
         };
         let mut watches = watches::start(&self.client, &self.config, writers, feeds);
         let infra_refs = registration.as_ref().map(InfraRegistration::tracker);

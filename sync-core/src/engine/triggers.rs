@@ -1,14 +1,29 @@
 //! What queues a name besides its own objects: its CAPI owner's mirror appearing (the
-//! CAPI-only policy) and its infrastructure object changing.
+//! CAPI-only policy), its infrastructure object changing, and the names given to
+//! [`crate::SyncController::reconcile_on`].
 
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::follow::Fanout;
 use crate::runtime::hash::Map;
 use crate::runtime::index::NameIndex;
 use crate::runtime::infra::InfraRegistration;
+use crate::runtime::queue::WorkQueue;
+
+/// Queues every name `names` yields, then waits forever: the controller's run, not the
+/// stream, decides when it stops.
+pub(crate) async fn queue_names(names: Option<BoxStream<'static, String>>, queue: WorkQueue) {
+    if let Some(mut names) = names {
+        while let Some(name) = names.next().await {
+            queue.add(&name);
+        }
+    }
+    std::future::pending().await
+}
 
 /// Queues what the infrastructure watches triggered so far (before the workers start:
 /// the names are mostly queued already, and the queue holds each once).

@@ -41,21 +41,37 @@ impl Watches {
     }
 }
 
-/// Sees every change a pair's MAPI watch hands its cache, in the watch's own task
-/// ([`crate::SyncController::with_mapi_tap`]): each object of the first list, then each
-/// change; a relist only what it changed and what it found gone. It holds the watch up
-/// while it runs, so it must be quick; a panic in it is logged and the watch goes on.
-pub type MapiTap<K> = Arc<dyn Fn(&Touched<'_, K>) + Send + Sync>;
+/// Sees every change one of a pair's watches hands its cache, in the watch's own task
+/// ([`crate::SyncController::with_mapi_tap`], [`crate::SyncController::with_capi_tap`]):
+/// each object of the first list, then each change, after the cache holds it; a relist
+/// only what it changed and what it found gone. It holds the watch up while it runs, so it
+/// must be quick; a panic in it is logged and the watch goes on.
+pub type WatchTap<K> = Arc<dyn Fn(&Touched<'_, K>) + Send + Sync>;
 
-/// What the watches feed: the queues (the controller's and its followers'), the malformed objects, the owner index and the
-/// infrastructure references (`infra`: the pair's registration with its tracker), and
-/// the MAPI watch's tap, if any.
+/// The taps on a pair's own watches, if any.
+pub(crate) struct Taps<P: SyncPair> {
+    pub mapi: Option<WatchTap<P::Mapi>>,
+    pub capi: Option<WatchTap<P::Capi>>,
+}
+
+impl<P: SyncPair> Default for Taps<P> {
+    fn default() -> Self {
+        Self {
+            mapi: None,
+            capi: None,
+        }
+    }
+}
+
+/// What the watches feed: the queues (the controller's and its followers'), the malformed
+/// objects, the owner index and the infrastructure references (`infra`: the pair's
+/// registration with its tracker), and the watches' taps.
 pub(crate) struct Feeds<'a, P: SyncPair> {
     pub queue: &'a Fanout,
     pub caches: &'a Caches<P>,
     pub owners: &'a OwnerIndex,
     pub infra: Option<ControllerHandle>,
-    pub mapi_tap: Option<MapiTap<P::Mapi>>,
+    pub taps: Taps<P>,
 }
 
 /// Starts the pair's watches.
@@ -79,7 +95,7 @@ pub(crate) fn start<P: SyncPair>(
     }
     let queue = feeds.queue.clone();
     let malformed = feeds.caches.malformed.clone();
-    let tap = feeds.mapi_tap.clone();
+    let tap = feeds.taps.mapi.clone();
     tasks.spawn(reflect(
         "mapi",
         watch!(P::Mapi, &namespaces.mapi),
@@ -134,6 +150,7 @@ fn spawn_capi<P: SyncPair>(
     let previewing = feeds.infra.clone();
     let (queue, owners, infra) = (feeds.queue.clone(), feeds.owners.clone(), feeds.infra.clone());
     let malformed = feeds.caches.malformed.clone();
+    let tap = feeds.taps.capi.clone();
     // The kinds a list references start their watches from its first page, and so list
     // alongside it rather than after it; the list's report tracks the same references
     // again, which changes nothing.
@@ -156,6 +173,9 @@ fn spawn_capi<P: SyncPair>(
         if let Some(infra) = &infra {
             infra.track(name, present.map(P::infra_ref));
         }
+        if let Some(tap) = &tap {
+            tap_safely(tap, &touched);
+        }
         queue.add(name);
     };
     tasks.spawn(reflect_previewing(
@@ -173,11 +193,12 @@ pub(crate) fn own_infra_config(config: &SyncConfig) -> InfraConfig {
 }
 
 /// Hands `touched` to `tap`; a panic there is logged, and the watch goes on.
-fn tap_safely<K: Resource>(tap: &MapiTap<K>, touched: &Touched<'_, K>) {
+fn tap_safely<K: Resource<DynamicType: Default>>(tap: &WatchTap<K>, touched: &Touched<'_, K>) {
     if std::panic::catch_unwind(AssertUnwindSafe(|| tap(touched))).is_err() {
         tracing::error!(
             object = touched.name(),
-            "the MAPI watch's tap panicked on this object; the watch goes on without it"
+            kind = K::kind(&K::DynamicType::default()).as_ref(),
+            "a watch's tap panicked on this object; the watch goes on without it"
         );
     }
 }

@@ -2,7 +2,7 @@
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sync_core::api::mapi;
+use sync_core::api::{ContractVersionedObjectReference, capi, mapi};
 use sync_core::testkit::PairEnv;
 
 /// Creates the MAPI Machine `name` with `status.authoritativeAPI: MachineAPI`, as a
@@ -18,6 +18,25 @@ pub async fn create_machine_api_machine(env: &PairEnv, name: &str) -> Result<(),
     let authority = json!({"status": {"authoritativeAPI": "MachineAPI"}});
     mapis
         .patch_status(name, &PatchParams::default(), &Patch::Merge(authority))
+        .await?;
+    Ok(())
+}
+
+/// Creates the CAPI Machine `name`, with the fields its schema requires.
+#[allow(dead_code, reason = "not every suite creates CAPI Machines")]
+pub async fn create_capi_machine(env: &PairEnv, name: &str) -> Result<(), kube::Error> {
+    let mut spec = capi::MachineSpec {
+        cluster_name: "cluster".into(),
+        infrastructure_ref: ContractVersionedObjectReference {
+            api_group: "infrastructure.cluster.x-k8s.io".into(),
+            kind: "DevMachine".into(),
+            name: name.into(),
+        },
+        ..capi::MachineSpec::default()
+    };
+    spec.bootstrap.data_secret_name = Some("bootstrap".into());
+    Api::<capi::Machine>::namespaced(env.client(), &env.namespaces().capi)
+        .create(&PostParams::default(), &capi::Machine::new(name, spec))
         .await?;
     Ok(())
 }
