@@ -5,6 +5,7 @@
 //! | `MachineAPI` | sync finalizer on it; owner check; convert; CAPI Machine applied **paused**, owned by the same-name CAPI MachineSet or else the Cluster; InfraMachine applied, owned by the CAPI Machine — re-created when its spec changed; status copied once `synchronizedGeneration == generation`; `Synchronized=True` |
 //! | `ClusterAPI`, no CAPI Machine | as above but **unpaused**: the CAPI Machine is created from the MAPI one (upstream #288) |
 //! | `ClusterAPI` (or a CAPI-only Machine of a mirrored MachineSet) | sync finalizer on the CAPI Machine and InfraMachine; convert; MAPI Machine applied over the version read (its own authority kept; changed since → 409, retried), a new one with `authoritativeAPI: ClusterAPI`, owned by the mirrored MAPI MachineSet; status copied; `Synchronized=True` |
+//! | owned by a MAPI MachineSet whose CAPI mirror does not exist yet | `Synchronized=Unknown` `WaitingForCAPIMachineSet`, nothing mirrored; reconciled when the MachineSet sync's watch reports the set ([`beside_machine_sets`]), else after 60 s (5 s without a MachineSet sync in the process) |
 //! | a conversion error, a control-plane or foreign owner | `Synchronized=False`, Warning Event, no retry until a change |
 //! | either side deleted | the other side deleted; the mirror's finalizers stripped only once the authoritative side's provider finalizer is gone; the authoritative side's sync finalizer last |
 use std::sync::Arc;
@@ -13,18 +14,19 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::{Resource, ResourceExt};
-use sync_core::SyncContext;
 use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, Step, Stop, SyncHooks, SyncObjects, finish};
-use sync_core::store::Store;
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, pause};
+use sync_core::wakeups::Wakeups;
+use sync_core::{SyncContext, SyncController};
 use sync_macros::sync_controller;
 
+use crate::machine_set::MachineSetSync;
 pub use crate::sync::MACHINE_CONTROLLER as CONTROLLER;
 use crate::sync::hooks::{Failure, add_finalizer, apply_capi_mirror, converted, refuse, set_paused};
 use crate::sync::infra;
-use crate::sync::owners::{self, OwnerError};
+use crate::sync::owners::{self, MirroredSets, OwnerError};
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{CAPI_MACHINE_FINALIZER, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, PlatformHooks};
@@ -41,10 +43,35 @@ pub struct MachineSync;
 /// The Machine hooks of one platform: the platform's hooks, which serve both pairs.
 pub type MachineHooks = PlatformHooks;
 
+/// Links a Machine sync to the MachineSet sync running beside it, as the operator's pairs
+/// are linked: Machines read their CAPI MachineSets from the MachineSet sync's cache, and
+/// a Machine waiting for its set is reconciled when that sync's CAPI watch reports it.
+/// Give the returned sets to the Machine hooks ([`PlatformHooks::with_capi_sets`]).
+pub fn beside_machine_sets(
+    machines: SyncController<MachineSync>,
+    sets: SyncController<MachineSetSync>,
+) -> (
+    SyncController<MachineSync>,
+    SyncController<MachineSetSync>,
+    MirroredSets,
+) {
+    let (waiting, woken) = Wakeups::new();
+    let mirrored = MirroredSets {
+        cache: sets.caches().capi,
+        waiting: waiting.clone(),
+    };
+    let sets = sets.with_capi_tap(owners::wake_waiting_machines(waiting));
+    (machines.reconcile_on(woken), sets, mirrored)
+}
+
 /// How long to wait before re-creating an InfraMachine deleted for a spec change.
 const RECREATE_DELAY: Duration = Duration::from_secs(1);
-/// How long to wait for the CAPI MachineSet that will own a Machine's mirror.
+/// How long to wait for the CAPI MachineSet that will own a Machine's mirror, when no
+/// MachineSet sync in this process reports it.
 const OWNER_DELAY: Duration = Duration::from_secs(5);
+/// The backstop of a Machine the MachineSet sync's watch wakes when its set appears
+/// ([`owners::CapiSets::wait`]).
+const OWNER_RECHECK: Duration = Duration::from_secs(60);
 
 /// A failed MAPI → CAPI sync.
 const TO_CAPI: Failure<'static> = Failure {
@@ -130,10 +157,11 @@ async fn capi_owner(
     match owners::capi_owner_of_mapi_machine(mapi, &apis.capi_sets, &hooks.cluster, ctx).await {
         Ok(owner) => Ok(owner),
         Err(OwnerError::Unsupported(unsupported)) => Err(refuse(ctx, objects, TO_CAPI, unsupported).await),
-        Err(waiting @ OwnerError::Waiting(_)) => {
+        Err(waiting @ OwnerError::Waiting { woken, .. }) => {
             let progressing = Synchronized::progressing("WaitingForCAPIMachineSet", waiting.to_string());
             status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
-            Err(Stop::Done(Action::requeue(OWNER_DELAY)))
+            let delay = if woken { OWNER_RECHECK } else { OWNER_DELAY };
+            Err(Stop::Done(Action::requeue(delay)))
         }
         Err(OwnerError::Api(error)) => Err(error.into()),
     }
@@ -435,14 +463,14 @@ struct Apis {
 }
 
 impl Apis {
-    fn new(ctx: &Ctx, capi_sets: Option<Store<capi::MachineSet>>) -> Self {
+    fn new(ctx: &Ctx, capi_sets: Option<MirroredSets>) -> Self {
         Self {
             mapi: Api::namespaced(ctx.client.clone(), &ctx.namespaces.mapi),
             capi: Api::namespaced(ctx.client.clone(), &ctx.namespaces.capi),
             capi_sets: owners::CapiSets {
                 api: Api::namespaced(ctx.client.clone(), &ctx.namespaces.capi),
                 namespace: ctx.namespaces.capi.clone(),
-                cache: capi_sets,
+                mirrored: capi_sets,
             },
         }
     }

@@ -697,10 +697,14 @@ async fn an_owner_set_the_cache_has_not_seen_is_read_with_get() -> Result<(), Bo
     }
     let client = env.client_as(&service_account_user(SA_NS, SA)).await?;
     let empty = sync_core::store::Store::<sync_core::api::capi::MachineSet>::empty();
+    let (waiting, _woken) = sync_core::wakeups::Wakeups::new();
     let sets = controllers::sync::owners::CapiSets {
         api: Api::namespaced(client, CAPI_NS),
         namespace: CAPI_NS.into(),
-        cache: Some(empty),
+        mirrored: Some(controllers::sync::owners::MirroredSets {
+            cache: empty,
+            waiting,
+        }),
     };
 
     let refused = sets.get("workers").await;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controllers::machine::{MachineHooks, MachineSync};
+use controllers::machine::{MachineHooks, MachineSync, beside_machine_sets};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
 use controllers::migration::{
     MachineMigrationHooks, MachineSetMigrationHooks, MigratingPair, MigrationConfig,
@@ -388,6 +388,7 @@ impl RealSync {
             .with_infra(tracker.clone())
             .with_observer(Arc::new(observer.clone()))
             .with_checkpoint(checkpoint);
+        let (machines, sets, capi_sets) = beside_machine_sets(machines, sets);
         // The migration controllers follow the sync controllers, on their caches, as the
         // operator runs them.
         let followers = migration.map(|migration| {
@@ -396,7 +397,6 @@ impl RealSync {
             (machines, sets, migration)
         });
         let mut ready = vec![machines.readiness(), sets.readiness()];
-        let capi_sets = sets.caches().capi;
         let mut tasks = vec![
             tokio::spawn(machines.run(
                 MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(capi_sets),

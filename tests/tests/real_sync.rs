@@ -39,6 +39,7 @@ e2e::on_each_platform!(
     cluster_api_machine_set_updates_its_mapi_mirror_and_mirror_deletion_only_releases,
     deleting_either_side_of_a_machine_set_deletes_the_other_and_the_templates,
     a_machine_set_with_owner_references_is_synchronized_false_without_retries,
+    a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_set_appears,
     a_restart_runs_no_hook_for_pairs_unchanged_since_the_last_run_verified_them,
     a_writer_that_keeps_removing_the_sync_s_conditions_is_not_fought,
     mirrors_never_carry_the_last_applied_configuration,
@@ -926,6 +927,69 @@ async fn a_machine_set_with_owner_references_is_synchronized_false_without_retri
     assert!(cluster.capi_machine_sets().get_opt("owned").await?.is_none());
     // The regression: upstream returned an error here, retried with backoff forever.
     no_hook_errors(&sync, "owned")?;
+    sync.stop().await
+}
+
+/// A Machine of a MachineSet the sync cannot mirror yet waits for the CAPI MachineSet
+/// (`WaitingForCAPIMachineSet`, no CAPI Machine); once the set converts, the MachineSet
+/// sync's watch reports its mirror and the Machine is mirrored under it, on that event:
+/// well within half the Machine's 60 s backstop requeue.
+async fn a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_set_appears(
+    platform: &TestPlatform,
+) -> TestResult {
+    let cluster = cluster_on(platform).await?;
+    let sync = RealSync::start_on(&cluster, platform, false).await?;
+    let (unconvertible, fix) = platform.unconvertible();
+    let mut bad = platform.provider_spec(Size::Large);
+    merge(&mut bad, &unconvertible);
+    let set = create_machine_set(&cluster, "later", "MachineAPI", 0, bad).await?;
+    let sets = cluster.mapi_machine_sets();
+    eventually("MachineSet later Synchronized=False", || {
+        let sets = sets.clone();
+        async move {
+            Ok(Some(sets.get("later").await?)
+                .filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
+        }
+    })
+    .await?;
+    let labels = [(SET_LABEL, "later")];
+    let provider = platform.provider_spec(Size::Large);
+    create_machine(&cluster, "later-a", "MachineAPI", &labels, Some(&set), provider).await?;
+    let machines = cluster.mapi_machines();
+    eventually("Machine later-a WaitingForCAPIMachineSet", || {
+        let machines = machines.clone();
+        async move {
+            let machine = machines.get("later-a").await?;
+            let waiting =
+                synchronized(&machine).is_some_and(|(_, reason)| reason == "WaitingForCAPIMachineSet");
+            Ok(waiting.then_some(()))
+        }
+    })
+    .await?;
+    assert!(cluster.capi_machines().get_opt("later-a").await?.is_none());
+
+    let fixed = json!({"spec": {"template": {"spec": {"providerSpec": {"value": fix}}}}});
+    sets.patch("later", &PatchParams::default(), &Patch::Merge(fixed))
+        .await?;
+    let capi_set = capi_set(&cluster, "later").await?;
+    let capi_machines = cluster.capi_machines();
+    let mirror =
+        e2e::real::eventually_within(std::time::Duration::from_secs(30), "CAPI Machine later-a", || {
+            let capi_machines = capi_machines.clone();
+            async move { Ok(capi_machines.get_opt("later-a").await?) }
+        })
+        .await?;
+    let owner = mirror.owner_references().first().cloned().ok_or("no owner")?;
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        (
+            "MachineSet",
+            capi_set.uid().unwrap_or_default().as_str(),
+            Some(true)
+        )
+    );
+    synced_machine(&cluster, "later-a", own_generation).await?;
+    no_hook_errors(&sync, "later-a")?;
     sync.stop().await
 }
 

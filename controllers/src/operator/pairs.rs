@@ -7,11 +7,12 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use kube::Client;
 use sync_core::observe::Observer;
+use sync_core::wakeups::{Wakeups, Woken};
 use sync_core::{
     Checkpoint, InfraTracker, Readiness, Store, Stubs, SyncConfig, SyncController, SyncHooks, SyncPair,
 };
@@ -22,47 +23,101 @@ use crate::machine::MachineSync;
 use crate::machine_set::MachineSetSync;
 use crate::migration::{MigratingPair, MigrationConfig, MigrationMetrics, Migrator};
 use crate::sync::PlatformHooks;
+use crate::sync::owners::{self, MirroredSets};
 use crate::user_data::{References, Referrer, Tap};
 
 /// A pair the operator syncs and migrates; its MAPI objects name user-data Secrets, which
 /// the copier learns from its sync controller's MAPI watch.
 pub trait OperatorPair: MigratingPair<Mapi: Referrer> + Sized {
-    /// The pair's sync hooks: the platform's, with what they read from the other pairs'
-    /// caches.
-    fn sync_hooks(platform: PlatformHooks, stores: &CapiStores) -> impl SyncHooks<Self>;
+    /// The pair's sync hooks: the platform's, with what they read from the other pairs.
+    fn sync_hooks(platform: PlatformHooks, links: &Links) -> impl SyncHooks<Self>;
+
+    /// Links the pair's sync controller to the other pairs' (a tap on its watches, names
+    /// it reconciles on); by default, nothing.
+    fn link(sync: SyncController<Self>, _links: &Links) -> SyncController<Self> {
+        sync
+    }
 }
 
 impl OperatorPair for MachineSync {
-    /// Machines read the CAPI MachineSets that own them from the MachineSet sync's cache.
-    fn sync_hooks(platform: PlatformHooks, stores: &CapiStores) -> impl SyncHooks<Self> {
-        match stores.get() {
+    /// Machines read the CAPI MachineSets that own them from the MachineSet sync's cache,
+    /// and wait there for a set not mirrored yet.
+    fn sync_hooks(platform: PlatformHooks, links: &Links) -> impl SyncHooks<Self> {
+        match links.mirrored_sets() {
             Some(sets) => platform.with_capi_sets(sets),
             None => platform,
+        }
+    }
+
+    /// A Machine waiting for its CAPI MachineSet is reconciled when the MachineSet sync's
+    /// watch reports the set.
+    fn link(sync: SyncController<Self>, links: &Links) -> SyncController<Self> {
+        match links.take_woken_machines() {
+            Some(woken) => sync.reconcile_on(woken),
+            None => sync,
         }
     }
 }
 
 impl OperatorPair for MachineSetSync {
-    fn sync_hooks(platform: PlatformHooks, _: &CapiStores) -> impl SyncHooks<Self> {
+    fn sync_hooks(platform: PlatformHooks, _: &Links) -> impl SyncHooks<Self> {
         platform
+    }
+
+    /// Its CAPI watch wakes the Machines waiting for a set it reports.
+    fn link(sync: SyncController<Self>, links: &Links) -> SyncController<Self> {
+        sync.with_capi_tap(owners::wake_waiting_machines(links.waiting_machines.clone()))
     }
 }
 
-/// Every pair's CAPI cache by kind, for hooks that read another pair's objects.
-#[derive(Default)]
-pub struct CapiStores(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
+/// What the pairs read of each other: every pair's CAPI cache by kind, and the Machines
+/// waiting for a CAPI MachineSet (parked by the Machine hooks, woken by the MachineSet
+/// sync's watch, reconciled by the Machine sync).
+pub struct Links {
+    stores: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    waiting_machines: Wakeups,
+    /// The names `waiting_machines` wakes, until the Machine sync takes them.
+    woken_machines: Mutex<Option<Woken>>,
+}
 
-impl CapiStores {
+impl Links {
+    fn new() -> Self {
+        let (waiting_machines, woken) = Wakeups::new();
+        Self {
+            stores: HashMap::new(),
+            waiting_machines,
+            woken_machines: Mutex::new(Some(woken)),
+        }
+    }
+
     /// The cache of CAPI kind `K`, if a pair of the list syncs it.
     pub fn get<K: 'static>(&self) -> Option<Store<K>> {
-        self.0
+        self.stores
             .get(&TypeId::of::<K>())?
             .downcast_ref::<Store<K>>()
             .cloned()
     }
 
+    /// The MachineSet sync's CAPI MachineSets and the Machines waiting there, if the list
+    /// syncs MachineSets.
+    pub fn mirrored_sets(&self) -> Option<MirroredSets> {
+        Some(MirroredSets {
+            cache: self.get()?,
+            waiting: self.waiting_machines.clone(),
+        })
+    }
+
+    /// The Machines the MachineSet sync's watch wakes, for the one controller that
+    /// reconciles them (`None` once taken).
+    pub fn take_woken_machines(&self) -> Option<Woken> {
+        self.woken_machines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
     fn insert<K: Send + Sync + 'static>(&mut self, store: Store<K>) {
-        self.0.insert(TypeId::of::<K>(), Box::new(store));
+        self.stores.insert(TypeId::of::<K>(), Box::new(store));
     }
 }
 
@@ -104,7 +159,7 @@ pub struct Syncing {
 /// The operator's pairs, built.
 pub struct Pairs {
     pairs: Vec<Box<dyn Built>>,
-    stores: Arc<CapiStores>,
+    links: Arc<Links>,
 }
 
 impl Pairs {
@@ -143,11 +198,11 @@ impl Pairs {
 
     /// Runs every pair's controllers in `mode` until `stop`.
     pub async fn run(self, mode: Mode, stop: CancellationToken) {
-        let stores = self.stores;
+        let links = self.links;
         let runs = self
             .pairs
             .into_iter()
-            .map(|pair| pair.run(mode.clone(), stores.clone(), stop.clone()));
+            .map(|pair| pair.run(mode.clone(), links.clone(), stop.clone()));
         futures::future::join_all(runs).await;
     }
 }
@@ -156,7 +211,7 @@ impl Pairs {
 struct PairsBuilder<'a> {
     shared: &'a Shared,
     pairs: Vec<Box<dyn Built>>,
-    stores: CapiStores,
+    links: Links,
     tap: Tap,
     references: References,
 }
@@ -167,7 +222,7 @@ impl<'a> PairsBuilder<'a> {
         Self {
             shared,
             pairs: Vec::new(),
-            stores: CapiStores::default(),
+            links: Links::new(),
             tap,
             references,
         }
@@ -184,9 +239,9 @@ impl<'a> PairsBuilder<'a> {
         let sync = SyncController::<P>::new(client, config)
             .with_infra(infra)
             .with_observer(observer);
-        let sync = self.tap.install(sync);
+        let sync = P::link(self.tap.install(sync), &self.links);
         let migration = sync.follower(P::MIGRATION);
-        self.stores.insert(sync.caches().capi);
+        self.links.insert(sync.caches().capi);
         self.pairs.push(Box::new(PairControllers { sync, migration }));
         self
     }
@@ -194,7 +249,7 @@ impl<'a> PairsBuilder<'a> {
     fn build(self) -> (Pairs, References) {
         let pairs = Pairs {
             pairs: self.pairs,
-            stores: Arc::new(self.stores),
+            links: Arc::new(self.links),
         };
         (pairs, self.references)
     }
@@ -212,12 +267,8 @@ trait Built: Send + Sync {
     fn migration_readiness(&self) -> (&'static str, Readiness);
     fn caches(&self) -> Vec<CacheCount>;
     fn migration_controller(&self) -> &'static str;
-    fn run(
-        self: Box<Self>,
-        mode: Mode,
-        stores: Arc<CapiStores>,
-        stop: CancellationToken,
-    ) -> BoxFuture<'static, ()>;
+    fn run(self: Box<Self>, mode: Mode, links: Arc<Links>, stop: CancellationToken)
+    -> BoxFuture<'static, ()>;
 }
 
 impl<P: OperatorPair> Built for PairControllers<P> {
@@ -240,7 +291,7 @@ impl<P: OperatorPair> Built for PairControllers<P> {
     fn run(
         self: Box<Self>,
         mode: Mode,
-        stores: Arc<CapiStores>,
+        links: Arc<Links>,
         stop: CancellationToken,
     ) -> BoxFuture<'static, ()> {
         let Self { sync, migration } = *self;
@@ -252,7 +303,7 @@ impl<P: OperatorPair> Built for PairControllers<P> {
                 Some(checkpoint) => sync.with_checkpoint(checkpoint.clone()),
                 None => sync,
             };
-            let hooks = P::sync_hooks(syncing.hooks.clone(), &stores);
+            let hooks = P::sync_hooks(syncing.hooks.clone(), &links);
             let migrator = Migrator::<P>::new(syncing.migration.clone());
             let migrator = match &syncing.metrics {
                 Some(metrics) => migrator.with_metrics(metrics.clone()),
@@ -323,10 +374,16 @@ mod tests {
                 ("machine-set-sync", "capi"),
             ]
         );
-        // The Machine hooks find the MachineSet sync's CAPI cache.
-        assert!(pairs.stores.get::<capi::MachineSet>().is_some());
+        // The Machine hooks find the MachineSet sync's CAPI cache and wait there; the
+        // Machine sync took the names its watch wakes.
+        assert!(pairs.links.get::<capi::MachineSet>().is_some());
+        assert!(pairs.links.mirrored_sets().is_some());
         assert!(
-            pairs.stores.get::<mapi::MachineSet>().is_none(),
+            pairs.links.take_woken_machines().is_none(),
+            "the Machine sync reconciles on them"
+        );
+        assert!(
+            pairs.links.get::<mapi::MachineSet>().is_none(),
             "MAPI caches are not shared by kind"
         );
         Ok(())

@@ -8,12 +8,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use sync_core::api::capi;
 use sync_core::hooks::{Step, Stop, SyncObjects};
-use sync_core::store::Store;
 use sync_core::toolkit::{Applied, Part, apply, pause, report};
 use sync_core::{SyncContext, SyncPair};
 
+use super::owners::MirroredSets;
 use super::{Cluster, Platform, drift};
 
 /// The Machine and MachineSet hooks of one platform: its conversion, the cluster, and
@@ -24,9 +23,10 @@ pub struct PlatformHooks {
     pub platform: Arc<dyn Platform>,
     /// The cluster.
     pub cluster: Arc<Cluster>,
-    /// The MachineSet controller's CAPI cache, to read Machines' owners from (`None`: read
-    /// them from the API server); see [`PlatformHooks::with_capi_sets`].
-    pub capi_sets: Option<Store<capi::MachineSet>>,
+    /// The MachineSet sync's CAPI MachineSets, to read Machines' owners from and wait
+    /// for them in (`None`: read them from the API server, poll for a missing one); see
+    /// [`PlatformHooks::with_capi_sets`].
+    pub capi_sets: Option<MirroredSets>,
 }
 
 impl PlatformHooks {
@@ -39,12 +39,13 @@ impl PlatformHooks {
         }
     }
 
-    /// Reads the CAPI MachineSets that own Machines from `cache` (the MachineSet
-    /// controller's, [`sync_core::SyncController::caches`]) instead of one GET per
-    /// reconcile; a set the cache does not hold yet is still read live.
+    /// Reads the CAPI MachineSets that own Machines from the MachineSet sync's cache
+    /// instead of one GET per reconcile (a set the cache does not hold yet is still read
+    /// live), and has a Machine whose set does not exist yet wait for its watch to
+    /// report it rather than poll.
     #[must_use]
-    pub fn with_capi_sets(mut self, cache: Store<capi::MachineSet>) -> Self {
-        self.capi_sets = Some(cache);
+    pub fn with_capi_sets(mut self, sets: MirroredSets) -> Self {
+        self.capi_sets = Some(sets);
         self
     }
 }

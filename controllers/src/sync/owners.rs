@@ -9,7 +9,8 @@ use kube::{Resource, ResourceExt};
 use sync_core::api::api_group;
 use sync_core::api::{capi, mapi};
 use sync_core::store::Store;
-use sync_core::{SyncContext, SyncPair};
+use sync_core::wakeups::Wakeups;
+use sync_core::{SyncContext, SyncPair, Touched, WatchTap};
 
 use super::Cluster;
 
@@ -44,8 +45,13 @@ pub enum OwnerError {
     #[error(transparent)]
     Unsupported(#[from] UnsupportedOwner),
     /// The owner's mirror does not exist yet.
-    #[error("CAPI MachineSet {0} does not exist yet")]
-    Waiting(String),
+    #[error("CAPI MachineSet {set} does not exist yet")]
+    Waiting {
+        /// The CAPI MachineSet's name.
+        set: String,
+        /// Whether the Machine is reconciled when the set appears ([`CapiSets::wait`]).
+        woken: bool,
+    },
     /// Reading the owner failed.
     #[error(transparent)]
     Api(#[from] kube::Error),
@@ -129,6 +135,29 @@ pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReferenc
     }
 }
 
+/// The CAPI MachineSets of the MachineSet sync running in the same process, as the
+/// Machine hooks read them: its cache, and where a Machine waits for a set the cache does
+/// not hold yet.
+#[derive(Clone)]
+pub struct MirroredSets {
+    /// The MachineSet sync's CAPI cache ([`sync_core::SyncController::caches`]).
+    pub cache: Store<capi::MachineSet>,
+    /// Machines waiting for a CAPI MachineSet, by its name: the MachineSet sync's CAPI
+    /// watch wakes them ([`wake_waiting_machines`]) into the Machine sync's
+    /// [`sync_core::SyncController::reconcile_on`].
+    pub waiting: Wakeups,
+}
+
+/// The tap for the MachineSet sync's CAPI watch: a CAPI MachineSet present (listed,
+/// created or changed) wakes the Machines that wait for it.
+pub fn wake_waiting_machines(waiting: Wakeups) -> WatchTap<capi::MachineSet> {
+    Arc::new(move |touched: &Touched<'_, capi::MachineSet>| {
+        if let Touched::Present(_) = touched {
+            waiting.wake(touched.name());
+        }
+    })
+}
+
 /// Where the CAPI MachineSets that own CAPI Machines are read.
 #[derive(Clone)]
 pub struct CapiSets {
@@ -136,22 +165,38 @@ pub struct CapiSets {
     pub api: Api<capi::MachineSet>,
     /// The CAPI namespace.
     pub namespace: String,
-    /// The MachineSet controller's CAPI cache, when it runs in the same process.
-    pub cache: Option<Store<capi::MachineSet>>,
+    /// The MachineSet sync's sets, when it runs in the same process.
+    pub mirrored: Option<MirroredSets>,
 }
 
 impl CapiSets {
     /// The CAPI MachineSet `name`: from the cache, else (not cached yet, or no cache) from
     /// the API server, so that a set the cache has not seen yet is never taken as missing.
     pub async fn get(&self, name: &str) -> Result<Option<Arc<capi::MachineSet>>, kube::Error> {
-        if let Some(set) = self
-            .cache
-            .as_ref()
-            .and_then(|store| store.get(&ObjectRef::new(name).within(&self.namespace)))
-        {
+        if let Some(set) = self.cached(name) {
             return Ok(Some(set));
         }
         Ok(self.api.get_opt(name).await?.map(Arc::new))
+    }
+
+    /// Machine `machine` waits for the CAPI MachineSet `name`, which [`Self::get`] did not
+    /// find: it is parked until the MachineSet sync's watch reports the set. Parked, the
+    /// cache is read once more, as the set may have come in between: a watched change
+    /// wakes after the cache holds it, so one of the two sees it (a set that arrives in
+    /// the watch's first list may be seen by neither: the caller's backstop requeue
+    /// covers that). `Err(false)` when nothing here wakes it (no MachineSet sync in this
+    /// process): the caller must poll.
+    pub fn wait(&self, name: &str, machine: &str) -> Result<Arc<capi::MachineSet>, bool> {
+        let Some(mirrored) = &self.mirrored else {
+            return Err(false);
+        };
+        mirrored.waiting.park(name, machine);
+        self.cached(name).ok_or(true)
+    }
+
+    fn cached(&self, name: &str) -> Option<Arc<capi::MachineSet>> {
+        let key = ObjectRef::new(name).within(&self.namespace);
+        self.mirrored.as_ref()?.cache.get(&key)
     }
 }
 
@@ -167,7 +212,10 @@ pub async fn capi_owner_of_mapi_machine<P: SyncPair>(
         CapiMachineOwner::Cluster => Ok(cluster_owner(ctx, cluster).await?),
         CapiMachineOwner::MachineSet(name) => match capi_sets.get(&name).await? {
             Some(set) => Ok(Some(controller_ref(set.as_ref()))),
-            None => Err(OwnerError::Waiting(name)),
+            None => match capi_sets.wait(&name, &mapi.name_any()) {
+                Ok(set) => Ok(Some(controller_ref(set.as_ref()))),
+                Err(woken) => Err(OwnerError::Waiting { set: name, woken }),
+            },
         },
     }
 }

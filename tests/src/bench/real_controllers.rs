@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use controllers::machine::{MachineHooks, MachineSync};
+use controllers::machine::{MachineHooks, MachineSync, beside_machine_sets};
 use controllers::machine_set::{MachineSetHooks, MachineSetSync};
 use controllers::migration::MigrationConfig;
 use controllers::operator::pairs::{Mode, Pairs, Shared, Syncing};
@@ -256,10 +256,11 @@ async fn run_controllers(
         .with_infra(tracker)
         .with_observer(observer)
         .with_checkpoint(checkpoint);
+    let (machines, sets, capi_sets) = beside_machine_sets(machines, sets);
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     tokio::join!(
         machines.run(
-            MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(sets.caches().capi),
+            MachineHooks::new(platform.clone(), facts.clone()).with_capi_sets(capi_sets),
             shutdown.clone(),
         ),
         sets.run(MachineSetHooks::new(platform, facts), shutdown,),
