@@ -26,7 +26,7 @@ use crate::machine_set::MachineSetSync;
 pub use crate::sync::MACHINE_CONTROLLER as CONTROLLER;
 use crate::sync::hooks::{Failure, add_finalizer, apply_capi_mirror, converted, refuse, set_paused};
 use crate::sync::infra;
-use crate::sync::owners::{self, MirroredSets, OwnerError};
+use crate::sync::owners::{self, MirroredSets, OwnerError, Wake};
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{CAPI_MACHINE_FINALIZER, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, PlatformHooks};
@@ -157,10 +157,13 @@ async fn capi_owner(
     match owners::capi_owner_of_mapi_machine(mapi, &apis.capi_sets, &hooks.cluster, ctx).await {
         Ok(owner) => Ok(owner),
         Err(OwnerError::Unsupported(unsupported)) => Err(refuse(ctx, objects, TO_CAPI, unsupported).await),
-        Err(waiting @ OwnerError::Waiting { woken, .. }) => {
+        Err(waiting @ OwnerError::Waiting { wake, .. }) => {
             let progressing = Synchronized::progressing("WaitingForCAPIMachineSet", waiting.to_string());
             status::write(&apis.mapi, CONTROLLER, mapi, &progressing).await?;
-            let delay = if woken { OWNER_RECHECK } else { OWNER_DELAY };
+            let delay = match wake {
+                Wake::OnEvent => OWNER_RECHECK,
+                Wake::Poll => OWNER_DELAY,
+            };
             Err(Stop::Done(Action::requeue(delay)))
         }
         Err(OwnerError::Api(error)) => Err(error.into()),

@@ -38,6 +38,15 @@ pub enum UnsupportedOwner {
     MachineSet,
 }
 
+/// How a Machine waiting for its CAPI MachineSet learns that the set appeared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The MachineSet sync's watch wakes it when it reports the set.
+    OnEvent,
+    /// Nothing here reports the set (no MachineSet sync in this process): it polls.
+    Poll,
+}
+
 /// Why no owner reference can be given (yet).
 #[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
@@ -49,8 +58,8 @@ pub enum OwnerError {
     Waiting {
         /// The CAPI MachineSet's name.
         set: String,
-        /// Whether the Machine is reconciled when the set appears ([`CapiSets::wait`]).
-        woken: bool,
+        /// How the Machine learns that the set appeared ([`CapiSets::wait`]).
+        wake: Wake,
     },
     /// Reading the owner failed.
     #[error(transparent)]
@@ -184,14 +193,15 @@ impl CapiSets {
     /// cache is read once more, as the set may have come in between: a watched change
     /// wakes after the cache holds it, so one of the two sees it (a set that arrives in
     /// the watch's first list may be seen by neither: the caller's backstop requeue
-    /// covers that). `Err(false)` when nothing here wakes it (no MachineSet sync in this
-    /// process): the caller must poll.
-    pub fn wait(&self, name: &str, machine: &str) -> Result<Arc<capi::MachineSet>, bool> {
+    /// covers that; found then, it stays parked, and the set's next report wakes it once
+    /// for nothing). Without a MachineSet sync in this process, nothing is parked: the
+    /// caller must poll.
+    pub fn wait(&self, name: &str, machine: &str) -> Result<Arc<capi::MachineSet>, Wake> {
         let Some(mirrored) = &self.mirrored else {
-            return Err(false);
+            return Err(Wake::Poll);
         };
         mirrored.waiting.park(name, machine);
-        self.cached(name).ok_or(true)
+        self.cached(name).ok_or(Wake::OnEvent)
     }
 
     fn cached(&self, name: &str) -> Option<Arc<capi::MachineSet>> {
@@ -214,7 +224,7 @@ pub async fn capi_owner_of_mapi_machine<P: SyncPair>(
             Some(set) => Ok(Some(controller_ref(set.as_ref()))),
             None => match capi_sets.wait(&name, &mapi.name_any()) {
                 Ok(set) => Ok(Some(controller_ref(set.as_ref()))),
-                Err(woken) => Err(OwnerError::Waiting { set: name, woken }),
+                Err(wake) => Err(OwnerError::Waiting { set: name, wake }),
             },
         },
     }
@@ -263,7 +273,55 @@ pub async fn cluster_owner<P: SyncPair>(
 
 #[cfg(test)]
 mod tests {
+    use futures::{FutureExt, StreamExt};
+    use sync_core::store::{Encoding, Writer};
+
     use super::*;
+
+    /// Sets read from `cache` (and from nowhere else: nothing listens on the API's port,
+    /// and `wait` sends no request).
+    fn sets(mirrored: Option<MirroredSets>) -> Result<CapiSets, Box<dyn std::error::Error>> {
+        let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
+        Ok(CapiSets {
+            api: Api::namespaced(client, "capi"),
+            namespace: "capi".into(),
+            mirrored,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_machine_waits_on_the_event_with_a_machine_set_sync_and_polls_without()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let mut writer = Writer::<capi::MachineSet>::new(Encoding::MessagePack);
+        let (waiting, mut woken) = Wakeups::new();
+        let mirrored = MirroredSets {
+            cache: writer.as_reader(),
+            waiting: waiting.clone(),
+        };
+        let with_sync = sets(Some(mirrored))?;
+
+        // Not there: parked, woken when the set's watch reports it.
+        assert_eq!(with_sync.wait("ws", "ws-a").err(), Some(Wake::OnEvent));
+        assert_eq!(waiting.parked(), 1);
+        let mut set = capi::MachineSet::new("ws", capi::MachineSetSpec::default());
+        set.metadata.namespace = Some("capi".into());
+        set.metadata.uid = Some("set-uid".into());
+        let set = Arc::new(set);
+        writer.apply_decoded(set.clone());
+        let tap = wake_waiting_machines(waiting.clone());
+        tap(&Touched::Gone(set.as_ref()));
+        assert_eq!(waiting.parked(), 1, "only a set present wakes");
+        tap(&Touched::Present(set.as_ref()));
+        assert_eq!(woken.next().now_or_never().flatten().as_deref(), Some("ws-a"));
+
+        // There by the second look (it came between the read and the park): no wait.
+        let found = with_sync.wait("ws", "ws-b").map_err(|wake| format!("{wake:?}"))?;
+        assert_eq!(found.metadata.uid.as_deref(), Some("set-uid"));
+
+        // No MachineSet sync in the process: nothing parks, the caller polls.
+        assert_eq!(sets(None)?.wait("ws", "ws-c").err(), Some(Wake::Poll));
+        Ok(())
+    }
 
     fn owner(api_version: &str, kind: &str, name: &str) -> OwnerReference {
         OwnerReference {
