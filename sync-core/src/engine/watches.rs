@@ -43,9 +43,10 @@ impl Watches {
 
 /// Sees every change one of a pair's watches hands its cache, in the watch's own task
 /// ([`crate::SyncController::with_mapi_tap`], [`crate::SyncController::with_capi_tap`]):
-/// each object of the first list, then each change, after the cache holds it; a relist
-/// only what it changed and what it found gone. It holds the watch up while it runs, so it
-/// must be quick; a panic in it is logged and the watch goes on.
+/// each object of the first list as it arrives (the cache takes the list whole, at its
+/// end), then each change once the cache holds it; a relist only what it changed and what
+/// it found gone, once the cache holds the relist. It holds the watch up while it runs, so
+/// it must be quick; a panic in it is logged and the watch goes on.
 pub type WatchTap<K> = Arc<dyn Fn(&Touched<'_, K>) + Send + Sync>;
 
 /// The taps on a pair's own watches, if any.
