@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Rewrites hot-functions.txt: the functions of the shipped operator that a real run over
-# a synchronized fleet executes, most instructions first (controllers/build.rs places them
-# together at the start of the binary's code). Run it after a dependency or toolchain
-# change, which renames the functions of the build it was made from
-# (tests/PERFORMANCE.md, "Hot functions first").
+# a synchronized fleet executes, most instructions first (by powers of two; below), which
+# controllers/build.rs places together at the start of the binary's code. Run it after a
+# dependency or toolchain change, which renames the functions of the build it was made
+# from (tests/PERFORMANCE.md, "Hot functions first").
 #
 #   cargo build --release -p controllers --no-default-features
 #   cargo bench -p e2e --bench sync -- --serve --real-only --no-envtest --pairs 10000
@@ -95,7 +95,9 @@ sleep 1
 stop
 
 # Self instructions per function over both runs (a `calls=` line's next cost line is the
-# call's inclusive cost, not the caller's own), kept to the binary's code symbols.
+# call's inclusive cost, not the caller's own), kept to the binary's code symbols, hottest
+# first by powers of two of that count and by name within each: two runs count a little
+# differently, and an order by the exact count would move a third of the list each time.
 nm --defined-only "$binary" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u > "$work/symbols"
 awk '
     FNR == 1 { delete names; current = ""; skip = 0 }
@@ -112,5 +114,6 @@ awk '
 ' "$work"/cold.out* "$work"/restart.out* \
     | sort -k2,2 | awk '{ c[$2] += $1 } END { for (n in c) print c[n], n }' \
     | sort -k2,2 | join -1 2 -2 1 -o 1.1,1.2 - "$work/symbols" \
+    | awk '{ band = 0; for (c = $1; c >= 2; c /= 2) band++; print band, $2 }' \
     | sort -k1,1nr -k2,2 | awk '{ print $2 }' > "$here/hot-functions.txt"
 echo "hot-functions.txt: $(wc -l < "$here/hot-functions.txt") functions"
