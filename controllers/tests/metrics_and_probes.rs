@@ -70,7 +70,13 @@ async fn readiness_is_false_before_the_caches_sync_and_true_after() {
         (operator.health().phase() == Phase::Leading).then_some(())
     })
     .await;
-    let (status, body) = http_get(probes, "/readyz", None).await.unwrap_or_default();
+    // Leading comes a moment before the controllers are built and report their caches
+    // ("controllers starting"); from then on the MachineSet caches report failure.
+    let (status, body) = wait_for("/readyz to report the caches", TIMEOUT, || async {
+        let answer = http_get(probes, "/readyz", None).await.ok()?;
+        answer.1.contains("caches synced").then_some(answer)
+    })
+    .await;
     assert_eq!(status, 503, "{body}");
     assert!(
         body.contains("[-]machine-set-sync caches synced failed"),
