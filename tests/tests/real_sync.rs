@@ -692,6 +692,18 @@ async fn synced_set(
     .await
 }
 
+/// The MAPI MachineSet `name`, once `Synchronized=False`.
+async fn unsynchronized_set(cluster: &Cluster, name: &str) -> TestResult<mapi::MachineSet> {
+    let api = cluster.mapi_machine_sets();
+    eventually(&format!("MAPI MachineSet {name} Synchronized=False"), || {
+        let api = api.clone();
+        async move {
+            Ok(Some(api.get(name).await?).filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
+        }
+    })
+    .await
+}
+
 async fn templates(cluster: &Cluster, platform: &TestPlatform, set: &str) -> TestResult<Vec<String>> {
     let list = platform
         .templates(cluster)
@@ -910,16 +922,7 @@ async fn a_machine_set_with_owner_references_is_synchronized_false_without_retri
         json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": uid}]),
     )
     .await?;
-    let api = cluster.mapi_machine_sets();
-    let set =
-        eventually("Synchronized=False", || {
-            let api = api.clone();
-            async move {
-                Ok(Some(api.get("owned").await?)
-                    .filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
-            }
-        })
-        .await?;
+    let set = unsynchronized_set(&cluster, "owned").await?;
     assert_eq!(
         synchronized(&set).map(|(_, r)| r),
         Some("FailedToConvertMAPIMachineSetToCAPI".to_owned())
@@ -943,15 +946,7 @@ async fn a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_
     let mut bad = platform.provider_spec(Size::Large);
     merge(&mut bad, &unconvertible);
     let set = create_machine_set(&cluster, "later", "MachineAPI", 0, bad).await?;
-    let sets = cluster.mapi_machine_sets();
-    eventually("MachineSet later Synchronized=False", || {
-        let sets = sets.clone();
-        async move {
-            Ok(Some(sets.get("later").await?)
-                .filter(|s| synchronized(s).is_some_and(|(st, _)| st == "False")))
-        }
-    })
-    .await?;
+    unsynchronized_set(&cluster, "later").await?;
     let labels = [(SET_LABEL, "later")];
     let provider = platform.provider_spec(Size::Large);
     create_machine(&cluster, "later-a", "MachineAPI", &labels, Some(&set), provider).await?;
@@ -969,7 +964,9 @@ async fn a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_
     assert!(cluster.capi_machines().get_opt("later-a").await?.is_none());
 
     let fixed = json!({"spec": {"template": {"spec": {"providerSpec": {"value": fix}}}}});
-    sets.patch("later", &PatchParams::default(), &Patch::Merge(fixed))
+    cluster
+        .mapi_machine_sets()
+        .patch("later", &PatchParams::default(), &Patch::Merge(fixed))
         .await?;
     let capi_set = capi_set(&cluster, "later").await?;
     let capi_machines = cluster.capi_machines();
