@@ -9,6 +9,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use sync_core::api::{capi, mapi};
@@ -26,15 +27,15 @@ common::machines_without_infra!(Pair, "tap-test");
 /// What a tap saw, one line per object: `present <name> <label a>` or `gone <name>`.
 type Seen = Arc<Mutex<Vec<String>>>;
 
-/// A tap that records what it sees, and panics on `panicky`.
-fn recording_tap() -> (WatchTap<mapi::Machine>, Seen) {
+/// A tap on a watch of `K` that records what it sees, and panics on `panicky`.
+fn recording_tap<K: Resource>() -> (WatchTap<K>, Seen) {
     let seen = Seen::default();
     let record = seen.clone();
-    let tap: WatchTap<mapi::Machine> = Arc::new(move |touched: &Touched<'_, mapi::Machine>| {
+    let tap: WatchTap<K> = Arc::new(move |touched: &Touched<'_, K>| {
         assert_ne!(touched.name(), "panicky", "a tap that panics");
         let line = match touched {
-            Touched::Present(machine) => {
-                let label = machine.metadata.labels.as_ref().and_then(|l| l.get("a"));
+            Touched::Present(object) => {
+                let label = object.meta().labels.as_ref().and_then(|l| l.get("a"));
                 format!("present {} {}", touched.name(), label.map_or("-", String::as_str))
             }
             Touched::Gone(_) => format!("gone {}", touched.name()),
@@ -66,8 +67,8 @@ async fn saw(seen: &Seen, line: &str) -> TestResult {
 async fn a_tap_sees_every_listed_changed_and_deleted_mapi_object_and_survives_its_own_panic() -> TestResult {
     let env = PairEnv::for_pair::<Pair>().await?;
     common::create_machine_api_machine(&env, "listed").await?;
-    let (tap, seen) = recording_tap();
-    let (follower_tap, follower_seen) = recording_tap();
+    let (tap, seen) = recording_tap::<mapi::Machine>();
+    let (follower_tap, follower_seen) = recording_tap::<mapi::Machine>();
     let leader = SyncController::<Pair>::new(env.client(), env.config()).with_mapi_tap(tap);
     let follower = leader.follower("tap-test-follower").with_mapi_tap(follower_tap);
     let hooks = RecordingHooks::<Pair>::new();
@@ -115,7 +116,7 @@ async fn a_capi_tap_wakes_a_parked_name_and_the_controller_reconciles_it_on_that
     let env = PairEnv::for_pair::<Pair>().await?;
     common::create_machine_api_machine(&env, "waiting").await?;
     let (waiting, woken) = Wakeups::new();
-    let (seen_tap, seen) = recording_capi_tap();
+    let (seen_tap, seen) = recording_tap::<capi::Machine>();
     let wake = waiting.clone();
     let tap: WatchTap<capi::Machine> = Arc::new(move |touched: &Touched<'_, capi::Machine>| {
         seen_tap(touched);
@@ -162,21 +163,4 @@ async fn a_capi_tap_wakes_a_parked_name_and_the_controller_reconciles_it_on_that
     let _ = stop.send(());
     tokio::time::timeout(WAIT, run).await??;
     Ok(())
-}
-
-/// A CAPI tap that records what it sees, as [`recording_tap`] does.
-fn recording_capi_tap() -> (impl Fn(&Touched<'_, capi::Machine>) + Send + Sync + 'static, Seen) {
-    let seen = Seen::default();
-    let record = seen.clone();
-    let tap = move |touched: &Touched<'_, capi::Machine>| {
-        let line = match touched {
-            Touched::Present(_) => format!("present {} -", touched.name()),
-            Touched::Gone(_) => format!("gone {}", touched.name()),
-            Touched::Malformed(_) | Touched::MalformedGone(_) => format!("malformed {}", touched.name()),
-        };
-        if let Ok(mut seen) = record.lock() {
-            seen.push(line);
-        }
-    };
-    (tap, seen)
 }
