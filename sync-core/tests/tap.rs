@@ -1,6 +1,6 @@
-//! The watches' taps on envtest: another component follows the MAPI objects through the
-//! controller's own watch — each listed object, each change, each deletion — and a tap
-//! that panics costs it that one object, not the watch; a CAPI tap wakes a name parked
+//! The watches' taps on envtest: other components follow the MAPI objects through the
+//! controller's own watch — each listed object, each change, each deletion — each tap
+//! added sees them all, and a tap that panics costs it that one object, not the watch; a CAPI tap wakes a name parked
 //! under a CAPI object, which the controller then reconciles (`reconcile_on`).
 #![cfg(feature = "testkit")]
 
@@ -68,8 +68,11 @@ async fn a_tap_sees_every_listed_changed_and_deleted_mapi_object_and_survives_it
     let env = PairEnv::for_pair::<Pair>().await?;
     common::create_machine_api_machine(&env, "listed").await?;
     let (tap, seen) = recording_tap::<mapi::Machine>();
+    let (second_tap, second_seen) = recording_tap::<mapi::Machine>();
     let (follower_tap, follower_seen) = recording_tap::<mapi::Machine>();
-    let leader = SyncController::<Pair>::new(env.client(), env.config()).with_mapi_tap(tap);
+    let leader = SyncController::<Pair>::new(env.client(), env.config())
+        .with_mapi_tap(tap)
+        .with_mapi_tap(second_tap);
     let follower = leader.follower("tap-test-follower").with_mapi_tap(follower_tap);
     let hooks = RecordingHooks::<Pair>::new();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -103,6 +106,9 @@ async fn a_tap_sees_every_listed_changed_and_deleted_mapi_object_and_survives_it
     let _ = stop.send(());
     tokio::time::timeout(WAIT, leader_run).await??;
     tokio::time::timeout(WAIT, follower_run).await??;
+    // Taps add up: the second saw everything the first did, the panicky object's panic
+    // in the first one costing it nothing.
+    assert_eq!(lines(&second_seen), lines(&seen));
     // A follower watches nothing: its tap saw nothing.
     assert_eq!(lines(&follower_seen), Vec::<String>::new());
     Ok(())

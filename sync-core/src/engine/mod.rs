@@ -238,13 +238,13 @@ impl<P: SyncPair> SyncController<P> {
     }
 
     /// Hands `tap` every change the MAPI watch sees ([`WatchTap`]), so that another
-    /// component can follow the MAPI objects without listing and watching them again. A
-    /// controller with its own watches only: a follower watches nothing, and ignores it
-    /// (with a warning).
+    /// component can follow the MAPI objects without listing and watching them again.
+    /// Taps add up: each is called, in the order added. A controller with its own watches
+    /// only: a follower watches nothing, and ignores it (with a warning).
     #[must_use]
     pub fn with_mapi_tap(mut self, tap: WatchTap<P::Mapi>) -> Self {
         match &mut self.source {
-            Source::Watches { taps, .. } => taps.mapi = Some(tap),
+            Source::Watches { taps, .. } => taps.mapi.push(tap),
             Source::Leader(_) => self.ignore_tap("MAPI"),
         }
         self
@@ -254,7 +254,7 @@ impl<P: SyncPair> SyncController<P> {
     #[must_use]
     pub fn with_capi_tap(mut self, tap: WatchTap<P::Capi>) -> Self {
         match &mut self.source {
-            Source::Watches { taps, .. } => taps.capi = Some(tap),
+            Source::Watches { taps, .. } => taps.capi.push(tap),
             Source::Leader(_) => self.ignore_tap("CAPI"),
         }
         self

@@ -49,17 +49,17 @@ impl Watches {
 /// it must be quick; a panic in it is logged and the watch goes on.
 pub type WatchTap<K> = Arc<dyn Fn(&Touched<'_, K>) + Send + Sync>;
 
-/// The taps on a pair's own watches, if any.
+/// The taps on a pair's own watches, each called in the order added.
 pub(crate) struct Taps<P: SyncPair> {
-    pub mapi: Option<WatchTap<P::Mapi>>,
-    pub capi: Option<WatchTap<P::Capi>>,
+    pub mapi: Vec<WatchTap<P::Mapi>>,
+    pub capi: Vec<WatchTap<P::Capi>>,
 }
 
 impl<P: SyncPair> Default for Taps<P> {
     fn default() -> Self {
         Self {
-            mapi: None,
-            capi: None,
+            mapi: Vec::new(),
+            capi: Vec::new(),
         }
     }
 }
@@ -96,7 +96,7 @@ pub(crate) fn start<P: SyncPair>(
     }
     let queue = feeds.queue.clone();
     let malformed = feeds.caches.malformed.clone();
-    let tap = feeds.taps.mapi.clone();
+    let taps = feeds.taps.mapi.clone();
     tasks.spawn(reflect(
         "mapi",
         watch!(P::Mapi, &namespaces.mapi),
@@ -104,9 +104,7 @@ pub(crate) fn start<P: SyncPair>(
         listed[0].clone(),
         move |touched| {
             MalformedObjects::set(&malformed.mapi, touched.name(), malformed_of(&touched));
-            if let Some(tap) = &tap {
-                tap_safely(tap, &touched);
-            }
+            tap_safely(&taps, &touched);
             queue.add(touched.name());
         },
     ));
@@ -151,7 +149,7 @@ fn spawn_capi<P: SyncPair>(
     let previewing = feeds.infra.clone();
     let (queue, owners, infra) = (feeds.queue.clone(), feeds.owners.clone(), feeds.infra.clone());
     let malformed = feeds.caches.malformed.clone();
-    let tap = feeds.taps.capi.clone();
+    let taps = feeds.taps.capi.clone();
     // The kinds a list references start their watches from its first page, and so list
     // alongside it rather than after it; the list's report tracks the same references
     // again, which changes nothing.
@@ -174,9 +172,7 @@ fn spawn_capi<P: SyncPair>(
         if let Some(infra) = &infra {
             infra.track(name, present.map(P::infra_ref));
         }
-        if let Some(tap) = &tap {
-            tap_safely(tap, &touched);
-        }
+        tap_safely(&taps, &touched);
         queue.add(name);
     };
     tasks.spawn(reflect_previewing(
@@ -193,9 +189,13 @@ pub(crate) fn own_infra_config(config: &SyncConfig) -> InfraConfig {
     infra
 }
 
-/// Hands `touched` to `tap`; a panic there is logged, and the watch goes on.
-fn tap_safely<K: Resource<DynamicType: Default>>(tap: &WatchTap<K>, touched: &Touched<'_, K>) {
-    if std::panic::catch_unwind(AssertUnwindSafe(|| tap(touched))).is_err() {
+/// Hands `touched` to each of `taps`; a panic in one is logged, and the others and the
+/// watch go on.
+fn tap_safely<K: Resource<DynamicType: Default>>(taps: &[WatchTap<K>], touched: &Touched<'_, K>) {
+    for tap in taps {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| tap(touched))).is_ok() {
+            continue;
+        }
         tracing::error!(
             object = touched.name(),
             kind = K::kind(&K::DynamicType::default()).as_ref(),
