@@ -5,7 +5,7 @@
 //! | `MachineAPI` | sync finalizer on it; owner check; convert; CAPI Machine applied **paused**, owned by the same-name CAPI MachineSet or else the Cluster; InfraMachine applied, owned by the CAPI Machine — re-created when its spec changed; status copied once `synchronizedGeneration == generation`; `Synchronized=True` |
 //! | `ClusterAPI`, no CAPI Machine | as above but **unpaused**: the CAPI Machine is created from the MAPI one (upstream #288) |
 //! | `ClusterAPI` (or a CAPI-only Machine of a mirrored MachineSet) | sync finalizer on the CAPI Machine and InfraMachine; convert; MAPI Machine applied over the version read (its own authority kept; changed since → 409, retried), a new one with `authoritativeAPI: ClusterAPI`, owned by the mirrored MAPI MachineSet; status copied; `Synchronized=True` |
-//! | owned by a MAPI MachineSet whose CAPI mirror does not exist yet | `Synchronized=Unknown` `WaitingForCAPIMachineSet`, nothing mirrored; reconciled when the MachineSet sync's watch reports the set ([`beside_machine_sets`]), else after 60 s (5 s without a MachineSet sync in the process) |
+//! | owned by a MAPI MachineSet whose CAPI mirror does not exist yet | `Synchronized=Unknown` `WaitingForCAPIMachineSet`, nothing mirrored; reconciled when the MachineSet sync's watch reports the set ([`beside_machine_sets`]), else after 60 s (5 s without a MachineSet sync in the process); deleted meanwhile, it waits no more |
 //! | a conversion error, a control-plane or foreign owner | `Synchronized=False`, Warning Event, no retry until a change |
 //! | either side deleted | the other side deleted; the mirror's finalizers stripped only once the authoritative side's provider finalizer is gone; the authoritative side's sync finalizer last |
 use std::sync::Arc;
@@ -18,7 +18,6 @@ use sync_core::api::{AuthoritativeApi, capi, mapi};
 use sync_core::hooks::{Action, Direction, HookResult, Step, Stop, SyncHooks, SyncObjects, finish};
 use sync_core::toolkit::status::{self, Synchronized};
 use sync_core::toolkit::{Applied, Part, SYNC_FINALIZER, apply, apply_over, apply_typed, finalizers, pause};
-use sync_core::wakeups::Wakeups;
 use sync_core::{SyncContext, SyncController};
 use sync_macros::sync_controller;
 
@@ -26,7 +25,7 @@ use crate::machine_set::MachineSetSync;
 pub use crate::sync::MACHINE_CONTROLLER as CONTROLLER;
 use crate::sync::hooks::{Failure, add_finalizer, apply_capi_mirror, converted, refuse, set_paused};
 use crate::sync::infra;
-use crate::sync::owners::{self, MirroredSets, OwnerError, Wake};
+use crate::sync::owners::{self, MirroredSets, OwnerError, SetWaits, Wake};
 use crate::sync::takeover::{self, SYNC_MANAGERS};
 use crate::sync::teardown::{delete, delete_pair, holds};
 use crate::sync::{CAPI_MACHINE_FINALIZER, INFRA_FINALIZER_SUFFIX, MAPI_MACHINE_FINALIZER, PlatformHooks};
@@ -44,8 +43,9 @@ pub struct MachineSync;
 pub type MachineHooks = PlatformHooks;
 
 /// Links a Machine sync to the MachineSet sync running beside it, as the operator's pairs
-/// are linked: Machines read their CAPI MachineSets from the MachineSet sync's cache, and
-/// a Machine waiting for its set is reconciled when that sync's CAPI watch reports it.
+/// are linked: Machines read their CAPI MachineSets from the MachineSet sync's cache, a
+/// Machine waiting for its set is reconciled when that sync's CAPI watch reports it, and
+/// waits no more once deleted.
 /// Give the returned sets to the Machine hooks ([`PlatformHooks::with_capi_sets`]).
 pub fn beside_machine_sets(
     machines: SyncController<MachineSync>,
@@ -55,13 +55,9 @@ pub fn beside_machine_sets(
     SyncController<MachineSetSync>,
     MirroredSets,
 ) {
-    let (waiting, woken) = Wakeups::new();
-    let mirrored = MirroredSets {
-        cache: sets.caches().capi,
-        waiting: waiting.clone(),
-    };
-    let sets = sets.with_capi_tap(owners::wake_waiting_machines(waiting));
-    (machines.reconcile_on(woken), sets, mirrored)
+    let waits = SetWaits::default();
+    let mirrored = waits.mirrored(sets.caches().capi);
+    (waits.machines(machines), waits.sets(sets), mirrored)
 }
 
 /// How long to wait before re-creating an InfraMachine deleted for a spec change.

@@ -319,6 +319,8 @@ pub async fn install_infrastructure(client: &Client, platform: &TestPlatform) ->
 pub struct RealSync {
     /// Every reconcile of both controllers.
     pub observer: RecordingObserver,
+    /// The Machines waiting for a CAPI MachineSet (`controllers::sync::owners::CapiSets::wait`).
+    pub waiting_machines: sync_core::wakeups::Wakeups,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     server: Option<Arc<envtest::api::Shared>>,
@@ -389,6 +391,7 @@ impl RealSync {
             .with_observer(Arc::new(observer.clone()))
             .with_checkpoint(checkpoint);
         let (machines, sets, capi_sets) = beside_machine_sets(machines, sets);
+        let waiting_machines = capi_sets.waiting.clone();
         // The migration controllers follow the sync controllers, on their caches, as the
         // operator runs them.
         let followers = migration.map(|migration| {
@@ -428,6 +431,7 @@ impl RealSync {
         }
         Ok(Self {
             observer,
+            waiting_machines,
             stop,
             tasks,
             server: cluster.env.as_ref().map(envtest::TestEnv::shared),

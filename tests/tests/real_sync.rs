@@ -962,6 +962,20 @@ async fn a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_
     })
     .await?;
     assert!(cluster.capi_machines().get_opt("later-a").await?.is_none());
+    // A Machine deleted while it waits waits no more.
+    let provider = platform.provider_spec(Size::Large);
+    create_machine(
+        &cluster,
+        "later-gone",
+        "MachineAPI",
+        &labels,
+        Some(&set),
+        provider,
+    )
+    .await?;
+    parked(&sync, 2).await?;
+    machines.delete("later-gone", &DeleteParams::default()).await?;
+    parked(&sync, 1).await?;
 
     let fixed = json!({"spec": {"template": {"spec": {"providerSpec": {"value": fix}}}}});
     cluster
@@ -988,6 +1002,15 @@ async fn a_machine_whose_capi_machine_set_is_not_there_yet_is_mirrored_when_the_
     synced_machine(&cluster, "later-a", own_generation).await?;
     no_hook_errors(&sync, "later-a")?;
     sync.stop().await
+}
+
+/// Waits until `count` Machines wait for a CAPI MachineSet.
+async fn parked(sync: &RealSync, count: usize) -> TestResult {
+    eventually(&format!("{count} Machines waiting for a CAPI MachineSet"), || {
+        let waiting = sync.waiting_machines.parked();
+        async move { Ok((waiting == count).then_some(())) }
+    })
+    .await
 }
 
 /// `patch` merged into `value` (JSON merge patch: `null` removes).

@@ -7,12 +7,11 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kube::Client;
 use sync_core::observe::Observer;
-use sync_core::wakeups::{Wakeups, Woken};
 use sync_core::{
     Checkpoint, InfraTracker, Readiness, Store, Stubs, SyncConfig, SyncController, SyncHooks, SyncPair,
 };
@@ -23,7 +22,7 @@ use crate::machine::MachineSync;
 use crate::machine_set::MachineSetSync;
 use crate::migration::{MigratingPair, MigrationConfig, MigrationMetrics, Migrator};
 use crate::sync::PlatformHooks;
-use crate::sync::owners::{self, MirroredSets};
+use crate::sync::owners::{MirroredSets, SetWaits};
 use crate::user_data::{References, Referrer, Tap};
 
 /// A pair the operator syncs and migrates; its MAPI objects name user-data Secrets, which
@@ -50,12 +49,9 @@ impl OperatorPair for MachineSync {
     }
 
     /// A Machine waiting for its CAPI MachineSet is reconciled when the MachineSet sync's
-    /// watch reports the set.
+    /// watch reports the set, and waits no more once deleted.
     fn link(sync: SyncController<Self>, links: &Links) -> SyncController<Self> {
-        match links.take_woken_machines() {
-            Some(woken) => sync.reconcile_on(woken),
-            None => sync,
-        }
+        links.set_waits.machines(sync)
     }
 }
 
@@ -66,7 +62,7 @@ impl OperatorPair for MachineSetSync {
 
     /// Its CAPI watch wakes the Machines waiting for a set it reports.
     fn link(sync: SyncController<Self>, links: &Links) -> SyncController<Self> {
-        sync.with_capi_tap(owners::wake_waiting_machines(links.waiting_machines.clone()))
+        links.set_waits.sets(sync)
     }
 }
 
@@ -75,18 +71,14 @@ impl OperatorPair for MachineSetSync {
 /// sync's watch, reconciled by the Machine sync).
 pub struct Links {
     stores: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
-    waiting_machines: Wakeups,
-    /// The names `waiting_machines` wakes, until the Machine sync takes them.
-    woken_machines: Mutex<Option<Woken>>,
+    set_waits: SetWaits,
 }
 
 impl Links {
     fn new() -> Self {
-        let (waiting_machines, woken) = Wakeups::new();
         Self {
             stores: HashMap::new(),
-            waiting_machines,
-            woken_machines: Mutex::new(Some(woken)),
+            set_waits: SetWaits::default(),
         }
     }
 
@@ -101,19 +93,7 @@ impl Links {
     /// The MachineSet sync's CAPI MachineSets and the Machines waiting there, if the list
     /// syncs MachineSets.
     pub fn mirrored_sets(&self) -> Option<MirroredSets> {
-        Some(MirroredSets {
-            cache: self.get()?,
-            waiting: self.waiting_machines.clone(),
-        })
-    }
-
-    /// The Machines the MachineSet sync's watch wakes, for the one controller that
-    /// reconciles them (`None` once taken).
-    pub fn take_woken_machines(&self) -> Option<Woken> {
-        self.woken_machines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        Some(self.set_waits.mirrored(self.get()?))
     }
 
     fn insert<K: Send + Sync + 'static>(&mut self, store: Store<K>) {
@@ -379,7 +359,7 @@ mod tests {
         assert!(pairs.links.get::<capi::MachineSet>().is_some());
         assert!(pairs.links.mirrored_sets().is_some());
         assert!(
-            pairs.links.take_woken_machines().is_none(),
+            pairs.links.set_waits.taken(),
             "the Machine sync reconciles on them"
         );
         assert!(

@@ -1,6 +1,6 @@
 //! Owner references across the two APIs, and the owners a conversion cannot express.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -9,8 +9,8 @@ use kube::{Resource, ResourceExt};
 use sync_core::api::api_group;
 use sync_core::api::{capi, mapi};
 use sync_core::store::Store;
-use sync_core::wakeups::Wakeups;
-use sync_core::{SyncContext, SyncPair, Touched, WatchTap};
+use sync_core::wakeups::{Wakeups, Woken};
+use sync_core::{SyncContext, SyncController, SyncPair, Touched, WatchTap};
 
 use super::Cluster;
 
@@ -152,17 +152,82 @@ pub struct MirroredSets {
     /// The MachineSet sync's CAPI cache ([`sync_core::SyncController::caches`]).
     pub cache: Store<capi::MachineSet>,
     /// Machines waiting for a CAPI MachineSet, by its name: the MachineSet sync's CAPI
-    /// watch wakes them ([`wake_waiting_machines`]) into the Machine sync's
-    /// [`sync_core::SyncController::reconcile_on`].
+    /// watch wakes them into the Machine sync's
+    /// [`sync_core::SyncController::reconcile_on`] ([`SetWaits`]).
     pub waiting: Wakeups,
+}
+
+/// How a Machine sync and the MachineSet sync beside it are linked: the Machine hooks park
+/// a Machine whose CAPI MachineSet is not mirrored yet, the MachineSet sync's CAPI watch
+/// wakes it when it reports the set, the Machine sync reconciles it, and the Machine
+/// sync's MAPI watch forgets it once deleted. Both the operator and
+/// `crate::machine::beside_machine_sets` link their pairs through one.
+pub struct SetWaits {
+    waiting: Wakeups,
+    /// The names `waiting` wakes, until the Machine sync takes them.
+    woken: Mutex<Option<Woken>>,
+}
+
+impl Default for SetWaits {
+    fn default() -> Self {
+        let (waiting, woken) = Wakeups::new();
+        Self {
+            waiting,
+            woken: Mutex::new(Some(woken)),
+        }
+    }
+}
+
+impl SetWaits {
+    /// The Machine sync: it reconciles the Machines woken (the first one linked; there is
+    /// one) and forgets the Machines deleted.
+    pub fn machines<P: SyncPair<Mapi = mapi::Machine>>(&self, sync: SyncController<P>) -> SyncController<P> {
+        let woken = self.woken.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let sync = match woken {
+            Some(woken) => sync.reconcile_on(woken),
+            None => sync,
+        };
+        sync.with_mapi_tap(forget_deleted_machines(self.waiting.clone()))
+    }
+
+    /// The MachineSet sync: its CAPI watch wakes the Machines waiting for a set it reports.
+    pub fn sets<P: SyncPair<Capi = capi::MachineSet>>(&self, sync: SyncController<P>) -> SyncController<P> {
+        sync.with_capi_tap(wake_waiting_machines(self.waiting.clone()))
+    }
+
+    /// What the Machine hooks read: the MachineSet sync's CAPI cache, and where to wait.
+    pub fn mirrored(&self, cache: Store<capi::MachineSet>) -> MirroredSets {
+        MirroredSets {
+            cache,
+            waiting: self.waiting.clone(),
+        }
+    }
+
+    /// Whether a Machine sync took the woken names.
+    pub fn taken(&self) -> bool {
+        self.woken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
 }
 
 /// The tap for the MachineSet sync's CAPI watch: a CAPI MachineSet present (listed,
 /// created or changed) wakes the Machines that wait for it.
-pub fn wake_waiting_machines(waiting: Wakeups) -> WatchTap<capi::MachineSet> {
+fn wake_waiting_machines(waiting: Wakeups) -> WatchTap<capi::MachineSet> {
     Arc::new(move |touched: &Touched<'_, capi::MachineSet>| {
         if let Touched::Present(_) = touched {
             waiting.wake(touched.name());
+        }
+    })
+}
+
+/// The tap for the Machine sync's MAPI watch: a MAPI Machine deleted waits for no set
+/// any more, so that Machines deleted while their set never comes do not pile up.
+fn forget_deleted_machines(waiting: Wakeups) -> WatchTap<mapi::Machine> {
+    Arc::new(move |touched: &Touched<'_, mapi::Machine>| {
+        if let Touched::Gone(_) | Touched::MalformedGone(_) = touched {
+            waiting.forget(touched.name());
         }
     })
 }
@@ -321,6 +386,30 @@ mod tests {
         // No MachineSet sync in the process: nothing parks, the caller polls.
         assert_eq!(sets(None)?.wait("ws", "ws-c").err(), Some(Wake::Poll));
         Ok(())
+    }
+
+    #[test]
+    fn a_machine_deleted_while_it_waits_waits_no_more() {
+        let (waiting, mut woken) = Wakeups::new();
+        waiting.park("ws", "gone-a");
+        waiting.park("ws", "stays-b");
+        let tap = forget_deleted_machines(waiting.clone());
+        let machine = |name: &str| {
+            let mut machine = mapi::Machine::default();
+            machine.metadata.name = Some(name.into());
+            machine
+        };
+        tap(&Touched::Present(&machine("stays-b")));
+        assert_eq!(waiting.parked(), 2, "a Machine changed still waits");
+        tap(&Touched::Gone(&machine("gone-a")));
+        assert_eq!(waiting.parked(), 1);
+        waiting.wake("ws");
+        assert_eq!(woken.next().now_or_never().flatten().as_deref(), Some("stays-b"));
+        assert_eq!(
+            woken.next().now_or_never(),
+            None,
+            "the deleted Machine is not woken"
+        );
     }
 
     fn owner(api_version: &str, kind: &str, name: &str) -> OwnerReference {

@@ -59,6 +59,16 @@ impl Wakeups {
         }
     }
 
+    /// `name` waits for nothing any more (it was deleted): parked under any object, it is
+    /// taken out, so that names of objects gone do not pile up under an object that never
+    /// comes.
+    pub fn forget(&self, name: &str) {
+        self.lock().retain(|_, names| {
+            names.remove(name);
+            !names.is_empty()
+        });
+    }
+
     /// How many names wait, for any object.
     pub fn parked(&self) -> usize {
         self.lock().values().map(BTreeSet::len).sum()
@@ -106,6 +116,23 @@ mod tests {
         assert!(drain(&mut woken).is_empty(), "woken names wait no more");
         wakeups.clone().wake("set-b");
         assert_eq!(drain(&mut woken), ["m3"]);
+    }
+
+    #[test]
+    fn a_forgotten_name_is_woken_by_nothing_and_leaves_no_empty_entry() {
+        let (wakeups, mut woken) = Wakeups::new();
+        wakeups.park("set-a", "m1");
+        wakeups.park("set-a", "m2");
+        wakeups.park("set-b", "m1");
+        wakeups.forget("m1");
+        assert_eq!(wakeups.parked(), 1);
+        wakeups.forget("m2");
+        wakeups.forget("never-parked");
+        assert_eq!(wakeups.parked(), 0);
+        assert!(wakeups.lock().is_empty(), "no object keeps an empty entry");
+        wakeups.wake("set-a");
+        wakeups.wake("set-b");
+        assert!(drain(&mut woken).is_empty());
     }
 
     #[test]
