@@ -16,6 +16,10 @@
 //! * `--policies`: the real sync's scenarios with the project's admission policies
 //!   installed (the controllers as the operator's ServiceAccount, which they exempt);
 //! * `--platform OpenStack`: the real sync's scenarios on an OpenStack fleet (default AWS);
+//! * `--operator PATH`: after the real sync's scenarios, the shipped operator binary
+//!   (`cargo build --release -p controllers --no-default-features`, then
+//!   `target/release/controllers`) over the same synchronized fleet: a cold start and
+//!   restarts, until quiet, CPU and memory (`e2e::bench::shipped`);
 //! * `--serve`: only fill an envtest with the fleet (with `--real-only`: the real sync's
 //!   fleet, synchronized, and the platform's Infrastructure, so that the shipped operator
 //!   syncs over it), print its kubeconfig path and serve
@@ -45,6 +49,7 @@ struct Args {
     real_only: bool,
     policies: bool,
     platform: &'static e2e::real::TestPlatform,
+    operator: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> BenchResult<Option<Args>> {
@@ -58,6 +63,7 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
         real_only: false,
         policies: false,
         platform: &e2e::real::AWS,
+        operator: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -78,9 +84,13 @@ fn parse(args: &[String]) -> BenchResult<Option<Args>> {
                 parsed.platform = e2e::real::TestPlatform::named(name)
                     .ok_or_else(|| format!("--platform {name}: not AWS or OpenStack"))?;
             }
+            "--operator" => {
+                let path = args.next().ok_or("--operator needs the operator binary's path")?;
+                parsed.operator = Some(from_shell(path));
+            }
             "-h" | "--help" => {
                 println!(
-                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--no-real] [--real-only] [--policies] [--platform AWS|OpenStack] [--serve]"
+                    "usage: cargo bench -p e2e --bench sync -- [--quick] [--pairs N] [--out FILE] [--no-envtest] [--no-real] [--real-only] [--policies] [--platform AWS|OpenStack] [--operator PATH] [--serve]"
                 );
                 return Ok(None);
             }
@@ -132,6 +142,7 @@ async fn benchmark(args: &[String]) -> BenchResult<()> {
         settings.real = None;
     }
     settings.real_only = args.real_only && settings.real.is_some();
+    settings.operator = args.operator.filter(|_| settings.real.is_some());
     if let Some(real) = settings.real.as_mut() {
         real.policies = args.policies;
         real.platform = args.platform;

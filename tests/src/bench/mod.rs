@@ -31,6 +31,7 @@ pub mod real_sync;
 pub mod report;
 pub mod requests;
 pub mod scenarios;
+pub mod shipped;
 pub mod sut;
 
 use std::path::Path;
@@ -92,6 +93,9 @@ pub struct Settings {
     pub real: Option<RealSettings>,
     /// Only the real sync's scenarios (not the stub-hook comparison).
     pub real_only: bool,
+    /// The shipped operator binary, run over the real sync's synchronized fleet
+    /// ([`shipped`]; `None`: not run).
+    pub operator: Option<std::path::PathBuf>,
 }
 
 impl Settings {
@@ -122,6 +126,7 @@ impl Settings {
                 platform: &crate::real::AWS,
             }),
             real_only: false,
+            operator: None,
         }
     }
 
@@ -291,7 +296,7 @@ pub async fn run(settings: &Settings, exe: &Path, progress: impl Fn(&str)) -> Re
                 "0. the real sync: {} MAPI Machines and {} MachineSets (converge, idle, restart, floor)",
                 real.fleet.machines, real.fleet.machine_sets
             ));
-            Some(real_sync::run(real, exe, &progress).await?)
+            Some(real_sync::run(real, exe, settings.operator.as_deref(), &progress).await?)
         }
         None => None,
     };
@@ -714,7 +719,7 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
     } else {
         0.0
     };
-    vec![
+    let mut figures = vec![
         Figure::lower(
             format!(
                 "real sync converge: {} {} Machines and {} MachineSets synchronized (every mirror created{installed})",
@@ -955,5 +960,12 @@ fn real_figures(settings: &Settings, real: &RealOutcome) -> Vec<Figure> {
             real.operator_memory.as_ref().map_or(0.0, |m| m.rss_kib as f64 / 1024.0),
             None,
         ),
-    ]
+    ];
+    figures.extend(
+        real.shipped
+            .as_ref()
+            .map(shipped::Shipped::figures)
+            .unwrap_or_default(),
+    );
+    figures
 }

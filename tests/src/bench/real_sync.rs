@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use controllers::machine::MachineSync;
 use envtest::TestEnv;
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -580,6 +581,8 @@ pub struct RealOutcome {
     /// The same for the operator's pairs: the sync controllers and, on their caches, the
     /// migration controllers.
     pub operator_memory: Option<super::memory::Memory>,
+    /// The shipped operator binary over the same fleet (`--operator`), if run.
+    pub shipped: Option<super::shipped::Shipped>,
     /// Converge: writes (client side), for the ratio to the floor.
     pub converge_writes: u64,
     /// Idle with the simulated providers running.
@@ -605,6 +608,7 @@ pub async fn converged_env(fleet: Fleet, platform: &'static TestPlatform) -> Res
 pub async fn run(
     settings: RealSettings,
     exe: &std::path::Path,
+    operator: Option<&std::path::Path>,
     progress: &impl Fn(&str),
 ) -> Result<RealOutcome, BenchError> {
     let fleet = settings.fleet;
@@ -738,6 +742,10 @@ pub async fn run(
         operator_memory.peak_kib as f64 / 1024.0,
         operator_memory.reconciled_after.as_secs_f64()
     ));
+    let shipped = match operator {
+        Some(binary) => Some(shipped_operator(binary, &env, fleet, platform, progress).await?),
+        None => None,
+    };
     env.stop().await;
 
     // The floor.
@@ -793,8 +801,39 @@ pub async fn run(
         restart_server_cpu_ms: restart.server_cpu_ms,
         memory: Some(memory),
         operator_memory: Some(operator_memory),
+        shipped,
         providers,
     })
+}
+
+/// The shipped operator over the synchronized fleet ([`super::shipped`]), once the
+/// platform's `Infrastructure` tells it what to sync and the Machines' user-data Secret
+/// exists, as in a cluster (without it, its copier warns with an Event at every start).
+async fn shipped_operator(
+    binary: &std::path::Path,
+    env: &TestEnv,
+    fleet: Fleet,
+    platform: &TestPlatform,
+    progress: &impl Fn(&str),
+) -> Result<super::shipped::Shipped, BenchError> {
+    crate::real::install_infrastructure(&env.client(), platform)
+        .await
+        .map_err(|e| BenchError::Other(format!("the Infrastructure: {e}")))?;
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &fill::namespaces().mapi);
+    let user_data = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("worker-user-data".into()),
+            ..Default::default()
+        },
+        string_data: Some([("userData".to_owned(), "#cloud-config\n".to_owned())].into()),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &user_data).await?;
+    progress(&format!(
+        "  the shipped operator, {}: a cold start, then restarts",
+        binary.display()
+    ));
+    super::shipped::measure(binary, env, fleet, progress).await
 }
 
 /// The CPU this bench process has used (the in-process API server, the bench's clients
