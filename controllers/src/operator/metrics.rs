@@ -23,6 +23,7 @@ use sync_core::store::{KeptScan, Store};
 
 use crate::migration::{MigrationMetrics, MigrationResult};
 use sync_core::observe::{Observer, Outcome};
+use sync_core::toolkit::status::SYNCHRONIZED;
 use sync_core::{Caches, InfraTracker, MapiObject, SyncPair};
 
 /// Labels of a family whose label values are all static.
@@ -350,22 +351,46 @@ fn counted_on_change<K: MapiObject>(store: Store<K>) -> SynchronizedCounts {
 }
 
 /// Objects by the status and reason of their `Synchronized` condition (`None`/`""`: not
-/// reported yet).
+/// reported yet). Only the conditions are decoded ([`Store::each_glance`]): the whole
+/// object, as a scrape after a change decoded it, cost about 50 ms of CPU at 10 000
+/// Machines, and a 20 ms poll of the metrics added a tenth to a restart's CPU.
 fn synchronized_by_reason<K: MapiObject>(store: &Store<K>) -> BTreeMap<(String, String), i64> {
     let mut counts = BTreeMap::new();
-    // One object decoded at a time: a scrape of 10 000 Machines held them all at once
-    // (the operator's peak resident memory was ~40 MiB higher for it).
-    for object in store.each() {
-        let key = match sync_core::toolkit::status::synchronized(&object) {
-            Some(condition) => (
-                condition.status.clone(),
-                condition.reason.clone().unwrap_or_default(),
-            ),
+    for object in store.each_glance::<Conditions>() {
+        let synchronized = object
+            .status
+            .and_then(|status| status.conditions)
+            .and_then(|conditions| conditions.into_iter().find(|c| c.type_ == SYNCHRONIZED));
+        let key = match synchronized {
+            Some(condition) => (condition.status, condition.reason.unwrap_or_default()),
             None => ("None".to_owned(), String::new()),
         };
         *counts.entry(key).or_insert(0) += 1;
     }
     counts
+}
+
+/// A MAPI object's `status.conditions`, all that [`synchronized_by_reason`] reads of it.
+#[derive(serde::Deserialize)]
+struct Conditions {
+    #[serde(default)]
+    status: Option<ConditionList>,
+}
+
+#[derive(serde::Deserialize)]
+struct ConditionList {
+    #[serde(default)]
+    conditions: Option<Vec<ConditionGlance>>,
+}
+
+/// A condition's type, status and reason (the MAPI `Condition`'s wire names).
+#[derive(serde::Deserialize)]
+struct ConditionGlance {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 /// Reads the state metrics at scrape time.
@@ -568,6 +593,53 @@ mod tests {
             "one series: {text}"
         );
         Ok(())
+    }
+
+    /// The glance counts what reading every whole Machine's condition counts.
+    #[test]
+    fn synchronized_objects_are_counted_from_their_conditions_alone() {
+        use sync_core::api::mapi;
+        use sync_core::store::{Encoding, Writer};
+        let condition = |type_: &str, status: &str, reason: Option<&str>| sync_core::api::mapi::Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.map(Into::into),
+            ..Default::default()
+        };
+        let mut writer = Writer::<mapi::Machine>::new(Encoding::MessagePack);
+        let conditions = [
+            vec![condition(SYNCHRONIZED, "True", None)],
+            vec![condition(SYNCHRONIZED, "True", None)],
+            vec![
+                condition("Drained", "True", Some("x")),
+                condition(SYNCHRONIZED, "False", Some("Failed")),
+            ],
+            vec![condition("Drained", "True", Some("x"))],
+            vec![],
+        ];
+        for (index, conditions) in conditions.into_iter().enumerate() {
+            let mut machine = mapi::Machine::default();
+            machine.metadata.name = Some(format!("m-{index}"));
+            machine.metadata.namespace = Some("ns".into());
+            if index < 4 {
+                machine.status.get_or_insert_default().sync.conditions = Some(conditions);
+            }
+            writer.apply_decoded(std::sync::Arc::new(machine));
+        }
+        let store = writer.as_reader();
+        let mut whole = BTreeMap::new();
+        for machine in store.each() {
+            let key = sync_core::toolkit::status::synchronized(&machine)
+                .map_or(("None".to_owned(), String::new()), |c| {
+                    (c.status.clone(), c.reason.clone().unwrap_or_default())
+                });
+            *whole.entry(key).or_insert(0) += 1;
+        }
+        let counted = synchronized_by_reason(&store);
+        assert_eq!(counted, whole);
+        assert_eq!(counted.get(&("True".to_owned(), String::new())), Some(&2));
+        assert_eq!(counted.get(&("False".to_owned(), "Failed".to_owned())), Some(&1));
+        assert_eq!(counted.get(&("None".to_owned(), String::new())), Some(&2));
     }
 
     #[test]

@@ -265,6 +265,30 @@ impl<K: Resource + DeserializeOwned> Store<K> {
         entries.into_iter().filter_map(|packed| self.unpack(&packed))
     }
 
+    /// [`Store::glance`] at every object, each as the iterator reaches it (the entries
+    /// copied as packed under the lock, as [`Store::each`] does): a scan that counts one
+    /// field over the whole store skips the rest of each object unread. An object that
+    /// does not decode as `V` is logged and left out.
+    pub fn each_glance<V: DeserializeOwned>(&self) -> impl Iterator<Item = V> + '_ {
+        let entries: Vec<Packed> = self.read().values().flat_map(Map::values).cloned().collect();
+        let dictionary = self.shared.dictionary.get();
+        let encoding = self.shared.encoding;
+        entries.into_iter().filter_map(move |packed| {
+            let bytes = packed
+                .decompressed(dictionary?)
+                .map_err(|error| error.to_string());
+            bytes
+                .and_then(|bytes| encoding.decode_part::<V>(&bytes))
+                .inspect_err(|error| {
+                    tracing::error!(
+                        kind = std::any::type_name::<K>(), part = std::any::type_name::<V>(), %error,
+                        "a cached object's part does not decode; it is left out of the scan"
+                    );
+                })
+                .ok()
+        })
+    }
+
     /// An entry of this store decoded. It was encoded from a valid object, so a failure
     /// is a bug (or a type whose serde code is tied to JSON, cached as MessagePack):
     /// logged, and the object reads as absent.
@@ -569,6 +593,20 @@ mod tests {
             }));
             assert_eq!(store.glance::<Key>(Some("ns"), "c"), None, "{encoding:?}");
             assert!(store.get(&key("c")).is_some(), "the whole object still decodes");
+        }
+    }
+
+    #[test]
+    fn a_glance_at_every_object_reads_each_latest_part_once() {
+        for encoding in [Encoding::Json, Encoding::MessagePack] {
+            let mut writer = Writer::<ConfigMap>::new(encoding);
+            let store = writer.as_reader();
+            writer.apply_watcher_event(&watcher::Event::Apply(configmap("a", "1", "first")));
+            writer.apply_watcher_event(&watcher::Event::Apply(configmap("b", "1", "other")));
+            writer.apply_decoded(Arc::new(configmap("a", "2", "second")));
+            let mut keys: Vec<String> = store.each_glance::<Key>().map(|k| k.data.key).collect();
+            keys.sort();
+            assert_eq!(keys, ["other", "second"], "{encoding:?}");
         }
     }
 
