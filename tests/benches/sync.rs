@@ -21,8 +21,8 @@
 //!   `target/release/controllers`) over the same synchronized fleet: a cold start and
 //!   restarts, until quiet, CPU and memory (`e2e::bench::shipped`);
 //! * `--serve`: only fill an envtest with the fleet (with `--real-only`: the real sync's
-//!   fleet, synchronized, and the platform's Infrastructure, so that the shipped operator
-//!   syncs over it), print its kubeconfig path and serve
+//!   fleet, synchronized, the platform's Infrastructure and the user-data Secret, so that
+//!   the shipped operator syncs over it as over a cluster), print its kubeconfig path and serve
 //!   until stdin closes — to profile one implementation on its own, e.g.
 //!   `valgrind --tool=massif <bench binary> --child macro <kubeconfig> 10000 100`.
 //!
@@ -226,12 +226,10 @@ async fn serve(settings: &Settings) -> BenchResult<()> {
     if let Some(real) = settings.real.as_ref().filter(|_| settings.real_only) {
         let started = std::time::Instant::now();
         let env = bench::real_sync::converged_env(real.fleet, real.platform).await?;
-        // The shipped operator run against it then syncs (without it, it only watches).
-        e2e::real::install_infrastructure(&env.client(), real.platform)
-            .await
-            .map_err(|e| bench::BenchError::Other(format!("the Infrastructure: {e}")))?;
+        // The shipped operator run against it then syncs, as over a cluster.
+        bench::real_sync::install_cluster_objects(&env, real.platform).await?;
         eprintln!(
-            "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s, with the {} Infrastructure; serving until stdin closes",
+            "{} MAPI Machines and {} MachineSets synchronized by the real sync in {:.1} s, with the {} Infrastructure and the user-data Secret; serving until stdin closes",
             real.fleet.machines,
             real.fleet.machine_sets,
             started.elapsed().as_secs_f64(),

@@ -604,6 +604,26 @@ pub async fn converged_env(fleet: Fleet, platform: &'static TestPlatform) -> Res
     Ok(env)
 }
 
+/// What a cluster has beside the fleet and the shipped operator reads: the platform's
+/// `Infrastructure` (without it, the operator only watches) and the Machines' user-data
+/// Secret (without it, its copier warns with an Event at every start).
+pub async fn install_cluster_objects(env: &TestEnv, platform: &TestPlatform) -> Result<(), BenchError> {
+    crate::real::install_infrastructure(&env.client(), platform)
+        .await
+        .map_err(|e| BenchError::Other(format!("the Infrastructure: {e}")))?;
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &fill::namespaces().mapi);
+    let user_data = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("worker-user-data".into()),
+            ..Default::default()
+        },
+        string_data: Some([("userData".to_owned(), "#cloud-config\n".to_owned())].into()),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &user_data).await?;
+    Ok(())
+}
+
 /// Runs converge, idle, restart and the floor for `settings.fleet`.
 pub async fn run(
     settings: RealSettings,
@@ -807,8 +827,7 @@ pub async fn run(
 }
 
 /// The shipped operator over the synchronized fleet ([`super::shipped`]), once the
-/// platform's `Infrastructure` tells it what to sync and the Machines' user-data Secret
-/// exists, as in a cluster (without it, its copier warns with an Event at every start).
+/// cluster's own objects are there ([`install_cluster_objects`]).
 async fn shipped_operator(
     binary: &std::path::Path,
     env: &TestEnv,
@@ -816,19 +835,7 @@ async fn shipped_operator(
     platform: &TestPlatform,
     progress: &impl Fn(&str),
 ) -> Result<super::shipped::Shipped, BenchError> {
-    crate::real::install_infrastructure(&env.client(), platform)
-        .await
-        .map_err(|e| BenchError::Other(format!("the Infrastructure: {e}")))?;
-    let secrets: Api<Secret> = Api::namespaced(env.client(), &fill::namespaces().mapi);
-    let user_data = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("worker-user-data".into()),
-            ..Default::default()
-        },
-        string_data: Some([("userData".to_owned(), "#cloud-config\n".to_owned())].into()),
-        ..Default::default()
-    };
-    secrets.create(&PostParams::default(), &user_data).await?;
+    install_cluster_objects(env, platform).await?;
     progress(&format!(
         "  the shipped operator, {}: a cold start, then restarts",
         binary.display()
