@@ -234,19 +234,7 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     /// which is always the latest (a version kept decoded stays for its first full read).
     /// `None` when the object is absent, or (logged) does not decode as `V`.
     pub fn glance<V: DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<V> {
-        let bytes = self.decompressed(namespace, name)?;
-        let encoding = self.shared.encoding;
-        let decoded = bytes
-            .map_err(|error| error.to_string())
-            .and_then(|bytes| encoding.decode_part::<V>(&bytes));
-        decoded
-            .inspect_err(|error| {
-                tracing::error!(
-                    kind = std::any::type_name::<K>(), part = std::any::type_name::<V>(), %error,
-                    "a cached object's part does not decode; it is read whole instead"
-                );
-            })
-            .ok()
+        self.decode_part(self.decompressed(namespace, name)?, "it is read whole instead")
     }
 
     /// Every object, decoded: a whole-store scan, for rare paths. It holds every object
@@ -272,21 +260,29 @@ impl<K: Resource + DeserializeOwned> Store<K> {
     pub fn each_glance<V: DeserializeOwned>(&self) -> impl Iterator<Item = V> + '_ {
         let entries: Vec<Packed> = self.read().values().flat_map(Map::values).cloned().collect();
         let dictionary = self.shared.dictionary.get();
-        let encoding = self.shared.encoding;
         entries.into_iter().filter_map(move |packed| {
-            let bytes = packed
-                .decompressed(dictionary?)
-                .map_err(|error| error.to_string());
-            bytes
-                .and_then(|bytes| encoding.decode_part::<V>(&bytes))
-                .inspect_err(|error| {
-                    tracing::error!(
-                        kind = std::any::type_name::<K>(), part = std::any::type_name::<V>(), %error,
-                        "a cached object's part does not decode; it is left out of the scan"
-                    );
-                })
-                .ok()
+            self.decode_part(packed.decompressed(dictionary?), "it is left out of the scan")
         })
+    }
+
+    /// The part `V` declares of an entry's decompressed bytes ([`Store::glance`]); a
+    /// failure is logged with what the caller does `instead`.
+    fn decode_part<V: DeserializeOwned>(
+        &self,
+        bytes: Result<Vec<u8>, lz4_flex::block::DecompressError>,
+        instead: &'static str,
+    ) -> Option<V> {
+        let encoding = self.shared.encoding;
+        bytes
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| encoding.decode_part::<V>(&bytes))
+            .inspect_err(|error| {
+                tracing::error!(
+                    kind = std::any::type_name::<K>(), part = std::any::type_name::<V>(), %error,
+                    "a cached object's part does not decode; {instead}"
+                );
+            })
+            .ok()
     }
 
     /// An entry of this store decoded. It was encoded from a valid object, so a failure
