@@ -232,6 +232,14 @@ fn forget_deleted_machines(waiting: Wakeups) -> WatchTap<mapi::Machine> {
     })
 }
 
+/// The MAPI Machines a Machine sync holds: whether a Machine about to wait still exists.
+pub struct CachedMachines<'a> {
+    /// The Machine sync's MAPI cache.
+    pub cache: &'a Store<mapi::Machine>,
+    /// The MAPI namespace.
+    pub namespace: &'a str,
+}
+
 /// Where the CAPI MachineSets that own CAPI Machines are read.
 #[derive(Clone)]
 pub struct CapiSets {
@@ -261,11 +269,23 @@ impl CapiSets {
     /// covers that; found then, it stays parked, and the set's next report wakes it once
     /// for nothing). Without a MachineSet sync in this process, nothing is parked: the
     /// caller must poll.
-    pub fn wait(&self, name: &str, machine: &str) -> Result<Arc<capi::MachineSet>, Wake> {
+    ///
+    /// `machines` is the Machine sync's MAPI cache: a Machine deleted after the reconcile
+    /// read it is forgotten by that cache's watch once the cache dropped it, so parked
+    /// after that, it would wait for nothing. Parked, the cache is asked, as for the set.
+    pub fn wait(
+        &self,
+        name: &str,
+        machine: &str,
+        machines: &CachedMachines<'_>,
+    ) -> Result<Arc<capi::MachineSet>, Wake> {
         let Some(mirrored) = &self.mirrored else {
             return Err(Wake::Poll);
         };
         mirrored.waiting.park(name, machine);
+        if !machines.cache.contains(Some(machines.namespace), machine) {
+            mirrored.waiting.forget(machine);
+        }
         self.cached(name).ok_or(Wake::OnEvent)
     }
 
@@ -277,7 +297,7 @@ impl CapiSets {
 
 /// The owner of a CAPI Machine mirroring `mapi` ([`capi_machine_owner`]): the same-name
 /// CAPI MachineSet, or the CAPI `Cluster` when it exists.
-pub async fn capi_owner_of_mapi_machine<P: SyncPair>(
+pub async fn capi_owner_of_mapi_machine<P: SyncPair<Mapi = mapi::Machine>>(
     mapi: &mapi::Machine,
     capi_sets: &CapiSets,
     cluster: &Cluster,
@@ -287,7 +307,14 @@ pub async fn capi_owner_of_mapi_machine<P: SyncPair>(
         CapiMachineOwner::Cluster => Ok(cluster_owner(ctx, cluster).await?),
         CapiMachineOwner::MachineSet(name) => match capi_sets.get(&name).await? {
             Some(set) => Ok(Some(controller_ref(set.as_ref()))),
-            None => match capi_sets.wait(&name, &mapi.name_any()) {
+            None => match capi_sets.wait(
+                &name,
+                &mapi.name_any(),
+                &CachedMachines {
+                    cache: &ctx.caches.mapi,
+                    namespace: &ctx.namespaces.mapi,
+                },
+            ) {
                 Ok(set) => Ok(Some(controller_ref(set.as_ref()))),
                 Err(wake) => Err(OwnerError::Waiting { set: name, wake }),
             },
@@ -354,6 +381,18 @@ mod tests {
         })
     }
 
+    /// A MAPI cache holding the Machines `names` (in namespace "mapi").
+    fn machines(names: &[&str]) -> Writer<mapi::Machine> {
+        let mut writer = Writer::<mapi::Machine>::new(Encoding::MessagePack);
+        for name in names {
+            let mut machine = mapi::Machine::default();
+            machine.metadata.name = Some((*name).into());
+            machine.metadata.namespace = Some("mapi".into());
+            writer.apply_decoded(Arc::new(machine));
+        }
+        writer
+    }
+
     #[tokio::test]
     async fn a_machine_waits_on_the_event_with_a_machine_set_sync_and_polls_without()
     -> Result<(), Box<dyn std::error::Error>> {
@@ -364,9 +403,14 @@ mod tests {
             waiting: waiting.clone(),
         };
         let with_sync = sets(Some(mirrored))?;
+        let cache = machines(&["ws-a", "ws-b", "ws-c"]).as_reader();
+        let cached = CachedMachines {
+            cache: &cache,
+            namespace: "mapi",
+        };
 
         // Not there: parked, woken when the set's watch reports it.
-        assert_eq!(with_sync.wait("ws", "ws-a").err(), Some(Wake::OnEvent));
+        assert_eq!(with_sync.wait("ws", "ws-a", &cached).err(), Some(Wake::OnEvent));
         assert_eq!(waiting.parked(), 1);
         let mut set = capi::MachineSet::new("ws", capi::MachineSetSpec::default());
         set.metadata.namespace = Some("capi".into());
@@ -380,11 +424,48 @@ mod tests {
         assert_eq!(woken.next().now_or_never().flatten().as_deref(), Some("ws-a"));
 
         // There by the second look (it came between the read and the park): no wait.
-        let found = with_sync.wait("ws", "ws-b").map_err(|wake| format!("{wake:?}"))?;
+        let found = with_sync
+            .wait("ws", "ws-b", &cached)
+            .map_err(|wake| format!("{wake:?}"))?;
         assert_eq!(found.metadata.uid.as_deref(), Some("set-uid"));
 
         // No MachineSet sync in the process: nothing parks, the caller polls.
-        assert_eq!(sets(None)?.wait("ws", "ws-c").err(), Some(Wake::Poll));
+        assert_eq!(sets(None)?.wait("ws", "ws-c", &cached).err(), Some(Wake::Poll));
+        Ok(())
+    }
+
+    /// The race the tap alone leaves: a reconcile read the Machine, the Machine was
+    /// deleted (the cache dropped it, then the tap forgot it while it was parked nowhere
+    /// yet), then the reconcile parks it. It must not stay parked; a Machine still cached
+    /// does.
+    #[tokio::test]
+    async fn a_machine_deleted_before_it_parks_does_not_stay_parked() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (waiting, _woken) = Wakeups::new();
+        let mirrored = MirroredSets {
+            cache: Writer::<capi::MachineSet>::new(Encoding::MessagePack).as_reader(),
+            waiting: waiting.clone(),
+        };
+        let with_sync = sets(Some(mirrored))?;
+        let mut writer = machines(&["stays", "deleted"]);
+        let cache = writer.as_reader();
+        let cached = CachedMachines {
+            cache: &cache,
+            namespace: "mapi",
+        };
+        let mut deleted = mapi::Machine::default();
+        deleted.metadata.name = Some("deleted".into());
+        deleted.metadata.namespace = Some("mapi".into());
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Delete(deleted));
+        assert!(!cache.contains(Some("mapi"), "deleted"));
+
+        assert_eq!(
+            with_sync.wait("ws", "deleted", &cached).err(),
+            Some(Wake::OnEvent)
+        );
+        assert_eq!(waiting.parked(), 0, "the deleted Machine waits for nothing");
+        assert_eq!(with_sync.wait("ws", "stays", &cached).err(), Some(Wake::OnEvent));
+        assert_eq!(waiting.parked(), 1, "a cached Machine waits");
         Ok(())
     }
 
