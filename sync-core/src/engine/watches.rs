@@ -4,7 +4,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::task::JoinSet;
@@ -19,6 +18,7 @@ use crate::runtime::infra::{ControllerHandle, InfraConfig};
 use crate::runtime::lenient::{Lenient, Malformed};
 use crate::runtime::reflect::{Listed, Touched, reflect, reflect_previewing};
 use crate::runtime::store::Writer;
+use crate::runtime::watch::lenient_watcher;
 
 /// The write halves of the caches, handed to the watches when the controller runs.
 pub(crate) struct Writers<P: SyncPair> {
@@ -87,11 +87,7 @@ pub(crate) fn start<P: SyncPair>(
     let namespaces = &config.namespaces;
     macro_rules! watch {
         ($kind:ty, $namespace:expr) => {
-            watcher(
-                Api::<Lenient<$kind>>::namespaced(client.clone(), $namespace),
-                config.watcher.clone(),
-            )
-            .default_backoff()
+            lenient_watcher::<$kind>(client.clone(), $namespace, config.watcher.clone()).default_backoff()
         };
     }
     let queue = feeds.queue.clone();

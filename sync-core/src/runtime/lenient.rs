@@ -5,6 +5,10 @@
 //! fails the whole list and no object is ever cached. [`Lenient`] captures each object's
 //! raw JSON and decodes it on its own, so a malformed object becomes a value the engine
 //! reports (log line and Warning Event) and skips, while everything else keeps flowing.
+//!
+//! Capturing the text costs a pass over it before the decoding: [`OnePass`] decodes in the
+//! same pass as the list or event around it, and fails all of it at an object that does
+//! not fit. `runtime::watch` reads with it until that happens, then with [`Lenient`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -84,22 +88,30 @@ impl<K: Serialize> Serialize for Lenient<K> {
     }
 }
 
-impl<K: Resource> Resource for Lenient<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
+/// `K`'s kind, group, version and plural, for a wrapper of `K`.
+macro_rules! resource_type_of {
+    ($k:ident) => {
+        type DynamicType = $k::DynamicType;
+        type Scope = $k::Scope;
 
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
-    }
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
-    }
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
-    }
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
-    }
+        fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+            $k::kind(dt)
+        }
+        fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+            $k::group(dt)
+        }
+        fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+            $k::version(dt)
+        }
+        fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+            $k::plural(dt)
+        }
+    };
+}
+
+impl<K: Resource> Resource for Lenient<K> {
+    resource_type_of!(K);
+
     fn meta(&self) -> &ObjectMeta {
         match self {
             Self::Valid(object) => object.meta(),
@@ -111,6 +123,31 @@ impl<K: Resource> Resource for Lenient<K> {
             Self::Valid(object) => object.meta_mut(),
             Self::Malformed(malformed) => &mut malformed.metadata,
         }
+    }
+}
+
+/// An object of type `K` decoded in the same pass as the document around it, its field
+/// sets kept as text as [`Lenient`] keeps them. An object that does not fit `K` fails the
+/// whole document (the list page, the watch event), so that nothing about it is known but
+/// that the document failed.
+#[derive(Clone, Debug)]
+pub struct OnePass<K>(pub K);
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for OnePass<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let seed = crate::runtime::field_sets::SetsAsTextSeed::<K>::default();
+        serde::de::DeserializeSeed::deserialize(seed, deserializer).map(Self)
+    }
+}
+
+impl<K: Resource> Resource for OnePass<K> {
+    resource_type_of!(K);
+
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
     }
 }
 
@@ -141,6 +178,39 @@ mod tests {
             "{}",
             bad.error
         );
+    }
+
+    /// One pass reads what the lenient decoding reads, field sets as text included,
+    /// whichever key of a watch event comes first; an object that does not fit fails the
+    /// event.
+    #[test]
+    fn one_pass_reads_the_same_object_and_fails_at_one_that_does_not_fit() {
+        let object = r#"{"metadata":{"name":"a","namespace":"c","managedFields":[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:clusterName":{}}}}]},"spec":{"clusterName":"x","bootstrap":{},"infrastructureRef":{"apiGroup":"g","kind":"K","name":"n"}}}"#;
+        for line in [
+            format!(r#"{{"type":"MODIFIED","object":{object}}}"#),
+            format!(r#"{{"object":{object},"type":"MODIFIED"}}"#),
+        ] {
+            let one_pass: WatchEvent<OnePass<capi::Machine>> =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let lenient: WatchEvent<Lenient<capi::Machine>> =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let (WatchEvent::Modified(OnePass(one_pass)), WatchEvent::Modified(Lenient::Valid(lenient))) =
+                (one_pass, lenient)
+            else {
+                panic!("{line}")
+            };
+            assert_eq!(one_pass, lenient);
+            let sets = one_pass.metadata.managed_fields.unwrap_or_default();
+            assert_eq!(
+                sets[0].fields_v1.as_ref().map(|f| &f.0),
+                Some(&serde_json::Value::String(
+                    r#"{"f:spec":{"f:clusterName":{}}}"#.into()
+                )),
+                "kept as text"
+            );
+        }
+        let malformed = r#"{"type":"ADDED","object":{"metadata":{"name":"bad"},"spec":[]}}"#;
+        assert!(serde_json::from_str::<WatchEvent<OnePass<capi::Machine>>>(malformed).is_err());
     }
 
     #[test]

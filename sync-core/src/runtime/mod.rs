@@ -1,5 +1,5 @@
 //! The machinery under every controller, knowing pairs but not hooks: the watches
-//! ([`reflect`]) that fill the caches ([`store`]) from objects read leniently
+//! ([`watch`], [`reflect`]) that fill the caches ([`store`]) from objects read leniently
 //! ([`lenient`]), the work queue ([`queue`]), the infrastructure watches ([`infra`]), the
 //! compact name indexes they keep ([`index`]), the Events recorder ([`events`]), the
 //! names parked until an object appears ([`wakeups`]) and the client they all talk
@@ -15,3 +15,4 @@ pub(crate) mod queue;
 pub(crate) mod reflect;
 pub mod store;
 pub mod wakeups;
+pub(crate) mod watch;

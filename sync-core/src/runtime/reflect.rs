@@ -9,8 +9,9 @@
 //!   across watch restarts. An object the relist finds at the resourceVersion the store
 //!   already held is not reported again: it did not change, and a relist (every watch
 //!   expires now and then) would otherwise reconcile the whole fleet;
-//! * objects are decoded one by one ([`Lenient`]): a malformed one is reported and kept
-//!   out of the store (a stale valid version is dropped), and never stops the others;
+//! * objects come as [`Lenient`] (`runtime::watch` decodes them one by one once one does
+//!   not fit): a malformed one is reported and kept out of the store (a stale valid
+//!   version is dropped), and never stops the others;
 //! * `metadata.managedFields` is dropped before an object is cached, but for server-side
 //!   apply entries (what `toolkit::apply` compares with), whose field sets are kept as
 //!   their JSON text;
