@@ -24,9 +24,10 @@ use crate::runtime::reflect::map_event;
 
 type Events<K> = BoxStream<'static, watcher::Result<watcher::Event<K>>>;
 
-/// How the watch reads objects now.
+/// How the watch reads objects now; reading in one pass, also what it needs to start over
+/// (boxed: moved along with every event).
 enum Reading<K: 'static> {
-    OnePass(Events<OnePass<K>>),
+    OnePass(Events<OnePass<K>>, Box<(Api<Lenient<K>>, watcher::Config)>),
     Lenient(Events<Lenient<K>>),
 }
 
@@ -47,32 +48,29 @@ where
         + 'static,
     K::DynamicType: Default,
 {
-    let namespace = namespace.to_owned();
     let one_pass = watcher(
-        Api::<OnePass<K>>::namespaced(client.clone(), &namespace),
+        Api::<OnePass<K>>::namespaced(client.clone(), namespace),
         config.clone(),
     );
-    let reading = Reading::OnePass(one_pass.boxed());
-    futures::stream::unfold(reading, move |reading| {
-        let (client, namespace, config) = (client.clone(), namespace.clone(), config.clone());
-        async move {
-            match reading {
-                Reading::OnePass(mut events) => match events.next().await? {
-                    Err(error) if does_not_decode(&error) => {
-                        tracing::warn!(
-                            kind = %K::kind(&K::DynamicType::default()), %namespace, %error,
-                            "an object does not decode as its type: listing again, each object decoded on its own from now on"
-                        );
-                        let lenient = watcher(Api::<Lenient<K>>::namespaced(client, &namespace), config);
-                        next_lenient(lenient.boxed()).await
-                    }
-                    event => {
-                        let event = event.map(|event| map_event(event, |object| Lenient::Valid(object.0)));
-                        Some((event, Reading::OnePass(events)))
-                    }
-                },
-                Reading::Lenient(events) => next_lenient(events).await,
-            }
+    let lenient = Api::<Lenient<K>>::namespaced(client, namespace);
+    let reading = Reading::OnePass(one_pass.boxed(), Box::new((lenient, config)));
+    futures::stream::unfold(reading, |reading| async move {
+        match reading {
+            Reading::OnePass(mut events, start_over) => match events.next().await? {
+                Err(error) if does_not_decode(&error) => {
+                    tracing::warn!(
+                        kind = %K::kind(&K::DynamicType::default()), %error,
+                        "an object does not decode as its type: listing again, each object decoded on its own from now on"
+                    );
+                    let (lenient, config) = *start_over;
+                    next_lenient(watcher(lenient, config).boxed()).await
+                }
+                event => {
+                    let event = event.map(|event| map_event(event, |object| Lenient::Valid(object.0)));
+                    Some((event, Reading::OnePass(events, start_over)))
+                }
+            },
+            Reading::Lenient(events) => next_lenient(events).await,
         }
     })
 }
