@@ -10,6 +10,9 @@
 //! The order is only a placement: a name the build no longer has is skipped, and a build
 //! that cannot take it links as before. It is passed only where the linker is known to
 //! be LLD: Rust's default on x86_64 Linux since 1.90, with no linker chosen by the user.
+//!
+//! The same link writes a build id (`--build-id`, which the usual Linux toolchains add
+//! anyway), so the restart checkpoint names the build without reading the executable.
 
 use std::path::Path;
 use std::process::Command;
@@ -20,7 +23,13 @@ const HOT_FUNCTIONS: &str = "link/hot-functions.txt";
 fn main() {
     println!("cargo::rerun-if-changed={HOT_FUNCTIONS}");
     println!("cargo::rerun-if-changed=build.rs");
-    if !links_with_default_lld() || std::env::var("OPT_LEVEL").as_deref() == Ok("0") {
+    if !links_with_default_lld() {
+        return;
+    }
+    // The checkpoint's scope names the build by this id rather than reading the whole
+    // executable (sync-core's `engine/checkpoint/build.rs`).
+    println!("cargo::rustc-link-arg-bin=controllers=-Wl,--build-id");
+    if std::env::var("OPT_LEVEL").as_deref() == Ok("0") {
         return;
     }
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();

@@ -28,13 +28,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Read;
 use std::sync::{Mutex, OnceLock};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Client, Resource};
+
+mod build;
 
 use crate::api::InfraRef;
 use crate::hooks::SyncObjects;
@@ -70,35 +71,15 @@ impl Checkpoint {
         }
     }
 
-    /// A hash of the running executable's bytes (read once per process, on a blocking
-    /// thread): another build may convert differently, so its checkpoints must not be
-    /// trusted.
+    /// A hash naming the running executable's build (found once per process, on a
+    /// blocking thread): another build may convert differently, so its checkpoints must
+    /// not be trusted.
     pub async fn this_build() -> Result<u64, String> {
-        tokio::task::spawn_blocking(Self::hash_executable)
-            .await
-            .map_err(|e| format!("hashing the executable: {e}"))?
-    }
-
-    fn hash_executable() -> Result<u64, String> {
         static BUILD: OnceLock<Result<u64, String>> = OnceLock::new();
-        BUILD
-            .get_or_init(|| {
-                let path = std::env::current_exe().map_err(|e| format!("the executable's path: {e}"))?;
-                let mut file =
-                    std::fs::File::open(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-                let mut hasher = DefaultHasher::new();
-                let mut buffer = vec![0; 1 << 16];
-                loop {
-                    match file.read(&mut buffer) {
-                        Ok(0) => break,
-                        Ok(n) => hasher.write(&buffer[..n]),
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(format!("reading {}: {e}", path.display())),
-                    }
-                }
-                Ok(hasher.finish())
-            })
-            .clone()
+        let identity = || BUILD.get_or_init(build::identity).clone();
+        tokio::task::spawn_blocking(identity)
+            .await
+            .map_err(|e| format!("naming the running build: {e}"))?
     }
 
     /// The ConfigMap's name for the pair `P`.
