@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::hash::{DefaultHasher, Hasher};
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use object::elf::{ELF_NOTE_GNU, FileHeader64, NT_GNU_BUILD_ID};
@@ -56,7 +56,11 @@ fn gnu_build_id(file: &File) -> Option<Vec<u8>> {
     None
 }
 
+/// Hashes every byte of `file`, from its start (looking for the build id moved its
+/// position).
 fn hash_contents(mut file: &File, path: &Path, hasher: &mut DefaultHasher) -> Result<(), String> {
+    file.rewind()
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
     let mut buffer = vec![0; 1 << 16];
     loop {
         match file.read(&mut buffer) {
@@ -125,6 +129,10 @@ mod tests {
         assert_eq!(found, None);
         let (other, _) = identity_of_bytes("no-id-b", &elf_with_note(abi_tag, &[0; 16], b"edoc"))?;
         assert_ne!(one, other);
+        let mut other_entry = elf_with_note(abi_tag, &[0; 16], b"code");
+        other_entry[24] ^= 1;
+        let (other, _) = identity_of_bytes("no-id-entry", &other_entry)?;
+        assert_ne!(one, other, "a byte before the notes counts too");
         let script = b"#!/bin/sh\necho not an object file\n";
         let (script_id, found) = identity_of_bytes("no-id-c", script)?;
         assert_eq!(found, None);
