@@ -381,14 +381,19 @@ mod tests {
         })
     }
 
-    /// A MAPI cache holding the Machines `names` (in namespace "mapi").
+    /// A MAPI Machine `name` in namespace "mapi".
+    fn machine(name: &str) -> mapi::Machine {
+        let mut machine = mapi::Machine::default();
+        machine.metadata.name = Some(name.into());
+        machine.metadata.namespace = Some("mapi".into());
+        machine
+    }
+
+    /// A MAPI cache holding the Machines `names`.
     fn machines(names: &[&str]) -> Writer<mapi::Machine> {
         let mut writer = Writer::<mapi::Machine>::new(Encoding::MessagePack);
         for name in names {
-            let mut machine = mapi::Machine::default();
-            machine.metadata.name = Some((*name).into());
-            machine.metadata.namespace = Some("mapi".into());
-            writer.apply_decoded(Arc::new(machine));
+            writer.apply_decoded(Arc::new(machine(name)));
         }
         writer
     }
@@ -453,10 +458,7 @@ mod tests {
             cache: &cache,
             namespace: "mapi",
         };
-        let mut deleted = mapi::Machine::default();
-        deleted.metadata.name = Some("deleted".into());
-        deleted.metadata.namespace = Some("mapi".into());
-        writer.apply_watcher_event(&kube::runtime::watcher::Event::Delete(deleted));
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Delete(machine("deleted")));
         assert!(!cache.contains(Some("mapi"), "deleted"));
 
         assert_eq!(
